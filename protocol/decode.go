@@ -1,0 +1,222 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// DecodeRequest parses and checks the envelope of an execution request. The
+// returned error is an *Invalid naming every field at fault. Unknown fields
+// are ignored, so that newer servers can talk to older runners; the workflow
+// document itself is left raw for the engine to validate.
+func DecodeRequest(data []byte) (*ExecutionRequest, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return nil, Invalidf("", "request body must be a JSON object%s", jsonReason(err))
+	}
+	inv := &Invalid{}
+	req := &ExecutionRequest{}
+
+	switch raw, ok := top["version"]; {
+	case !ok || isNull(raw):
+		inv.Add("version", "required: the protocol version, 1")
+	default:
+		v, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || raw[0] == '"' {
+			inv.Add("version", "must be the number 1, got %s", kindOf(raw))
+		} else if v != Version {
+			inv.Add("version", "unsupported protocol version %s: this runner speaks version 1", raw)
+		} else {
+			req.Version = Version
+		}
+	}
+
+	switch raw, ok := top["workflow"]; {
+	case !ok || isNull(raw):
+		inv.Add("workflow", "required: the workflow document, an object")
+	case firstByte(raw) != '{':
+		inv.Add("workflow", "must be an object, got %s", kindOf(raw))
+	default:
+		req.Workflow = raw
+	}
+
+	if raw, ok := top["input"]; ok && !isNull(raw) {
+		req.Input = raw
+	}
+	value(inv, top, "trace", &req.Trace)
+	value(inv, top, "consentAvailable", &req.ConsentAvailable)
+	req.Permissions = list[string](inv, top, "permissions")
+	req.ToolPolicies = list[ToolPolicy](inv, top, "toolPolicies")
+	if auth, ok := object(inv, top, "authorization"); ok {
+		req.Authorization.Grants = list[Grant](inv, auth, "authorization.grants")
+	}
+	if rt, ok := object(inv, top, "runtime"); ok {
+		decodeRuntime(inv, rt, &req.Runtime)
+	}
+	if err := inv.Err(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func decodeRuntime(inv *Invalid, m map[string]json.RawMessage, rt *Runtime) {
+	rt.Models = list[Model](inv, m, "runtime.models")
+	rt.Toolsets = list[Toolset](inv, m, "runtime.toolsets")
+	rt.Workflows = list[json.RawMessage](inv, m, "runtime.workflows")
+	for i, w := range rt.Workflows {
+		if firstByte(w) != '{' {
+			inv.Add(fmt.Sprintf("runtime.workflows[%d]", i), "must be a workflow document, an object, got %s", kindOf(w))
+		}
+	}
+	h, ok := object(inv, m, "runtime.http")
+	if !ok {
+		return
+	}
+	value(inv, h, "runtime.http.policy", &rt.HTTP.Policy)
+	if secrets, ok := object(inv, h, "runtime.http.secrets"); ok {
+		rt.HTTP.Secrets = make(map[string]Secret, len(secrets))
+		for _, name := range slices.Sorted(maps.Keys(secrets)) {
+			var s Secret
+			if err := json.Unmarshal(secrets[name], &s); err != nil {
+				inv.Add("runtime.http.secrets."+name, "%s", typeMessage(err))
+				continue
+			}
+			rt.HTTP.Secrets[name] = s
+		}
+	}
+}
+
+// lastSegment returns the JSON name a path ends with.
+func lastSegment(path string) string { return path[strings.LastIndexByte(path, '.')+1:] }
+
+// value decodes the named field into v, recording a type error under the
+// field's path. Absent and null fields leave v alone.
+func value(inv *Invalid, m map[string]json.RawMessage, path string, v any) {
+	raw, ok := m[lastSegment(path)]
+	if !ok || isNull(raw) {
+		return
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		inv.Add(path+typePath(err), "%s", typeMessage(err))
+	}
+}
+
+// object returns the named field as an object's members; ok is false when
+// the field is absent, null or not an object (then recorded).
+func object(inv *Invalid, m map[string]json.RawMessage, path string) (map[string]json.RawMessage, bool) {
+	raw, ok := m[lastSegment(path)]
+	if !ok || isNull(raw) {
+		return nil, false
+	}
+	var members map[string]json.RawMessage
+	if firstByte(raw) != '{' || json.Unmarshal(raw, &members) != nil {
+		inv.Add(path, "must be an object, got %s", kindOf(raw))
+		return nil, false
+	}
+	return members, true
+}
+
+// list decodes the named array element by element so that a type error's
+// path names the index at fault. An absent or null field is nil; an empty
+// array is non-nil, which matters for permissions.
+func list[T any](inv *Invalid, m map[string]json.RawMessage, path string) []T {
+	raw, ok := m[lastSegment(path)]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var elems []json.RawMessage
+	if firstByte(raw) != '[' || json.Unmarshal(raw, &elems) != nil {
+		inv.Add(path, "must be an array, got %s", kindOf(raw))
+		return nil
+	}
+	out := make([]T, len(elems))
+	for i, e := range elems {
+		if err := json.Unmarshal(e, &out[i]); err != nil {
+			inv.Add(fmt.Sprintf("%s[%d]%s", path, i, typePath(err)), "%s", typeMessage(err))
+		}
+	}
+	return out
+}
+
+// typePath turns an UnmarshalTypeError's field into a path suffix.
+func typePath(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return "." + te.Field
+	}
+	return ""
+}
+
+func typeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("must be %s, got %s", goKind(te.Type.Kind().String()), te.Value)
+	}
+	// Custom UnmarshalJSON errors (Secret, Grant) carry their own words.
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func goKind(k string) string {
+	switch {
+	case k == "string":
+		return "a string"
+	case k == "bool":
+		return "a boolean"
+	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "float"), strings.HasPrefix(k, "uint"):
+		return "a number"
+	case k == "slice":
+		return "an array"
+	case k == "struct", k == "map":
+		return "an object"
+	}
+	return k
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func firstByte(raw json.RawMessage) byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return 0
+	}
+	return raw[0]
+}
+
+// kindOf names the JSON type of raw for messages, never its content (it may
+// be a secret).
+func kindOf(raw json.RawMessage) string {
+	switch firstByte(raw) {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func jsonReason(err error) string {
+	var se *json.SyntaxError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return fmt.Sprintf(" (malformed JSON at byte %d: %s)", se.Offset, se.Error())
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return ", got " + te.Value
+	}
+	return " (" + err.Error() + ")"
+}

@@ -1,0 +1,115 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error codes of error bodies (before acceptance) and of the terminal error
+// event (after acceptance).
+const (
+	CodeUnauthorized     = "UNAUTHORIZED"
+	CodeInvalidExecution = "INVALID_EXECUTION"
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeUnavailable      = "UNAVAILABLE"
+	CodeInternal         = "INTERNAL"
+	CodeExecutionFailed  = "EXECUTION_FAILED"
+)
+
+// Node error codes, carried by node.failed and by nodes.<id>.error.
+const (
+	CodeFailed               = "FAILED"
+	CodeExpressionError      = "EXPRESSION_ERROR"
+	CodeTimeout              = "TIMEOUT"
+	CodeDeadlineExceeded     = "DEADLINE_EXCEEDED"
+	CodeCancelled            = "CANCELLED"
+	CodePermissionDenied     = "PERMISSION_DENIED"
+	CodeModelError           = "MODEL_ERROR"
+	CodeToolError            = "TOOL_ERROR"
+	CodeHTTPBlocked          = "HTTP_BLOCKED"
+	CodeHTTPError            = "HTTP_ERROR"
+	CodeOutputTooLarge       = "OUTPUT_TOO_LARGE"
+	CodeMemoryBudgetExceeded = "MEMORY_BUDGET_EXCEEDED"
+	CodeLimitExceeded        = "LIMIT_EXCEEDED"
+)
+
+// ErrorResponse is the JSON body of every non-2xx response.
+type ErrorResponse struct {
+	Version int       `json:"version"`
+	Error   ErrorBody `json:"error"`
+}
+
+// ErrorBody describes what went wrong; Details point at the offending
+// fields of the request.
+type ErrorBody struct {
+	Code    string   `json:"code"`
+	Message string   `json:"message"`
+	Details []Detail `json:"details,omitempty"`
+}
+
+// Detail is one problem at one place in the request, with a path such as
+// "workflow.nodes[2].needs[0]".
+type Detail struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Invalid is a request rejected before acceptance (400 INVALID_EXECUTION). It
+// lists every problem found, each with the path of the field at fault.
+type Invalid struct {
+	Details []Detail
+}
+
+// Invalidf returns an *Invalid with a single detail.
+func Invalidf(path, format string, args ...any) *Invalid {
+	return &Invalid{Details: []Detail{{Path: path, Message: fmt.Sprintf(format, args...)}}}
+}
+
+// Add records one more problem.
+func (e *Invalid) Add(path, format string, args ...any) {
+	e.Details = append(e.Details, Detail{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err returns e, or nil when it holds no problem, so that callers can
+// collect problems and return e.Err().
+func (e *Invalid) Err() error {
+	if e == nil || len(e.Details) == 0 {
+		return nil
+	}
+	return e
+}
+
+func (e *Invalid) Error() string {
+	switch len(e.Details) {
+	case 0:
+		return "invalid execution"
+	case 1:
+		return e.Details[0].String()
+	}
+	var b strings.Builder
+	b.WriteString(e.Details[0].String())
+	fmt.Fprintf(&b, " (and %d more)", len(e.Details)-1)
+	return b.String()
+}
+
+// Response returns the error body to send.
+func (e *Invalid) Response() ErrorResponse {
+	return ErrorResponse{Version: Version, Error: ErrorBody{
+		Code:    CodeInvalidExecution,
+		Message: e.Error(),
+		Details: e.Details,
+	}}
+}
+
+func (d Detail) String() string {
+	if d.Path == "" {
+		return d.Message
+	}
+	return d.Path + ": " + d.Message
+}
+
+// NewErrorResponse returns an error body without details.
+func NewErrorResponse(code, message string) ErrorResponse {
+	return ErrorResponse{Version: Version, Error: ErrorBody{Code: code, Message: message}}
+}

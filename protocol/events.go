@@ -1,0 +1,166 @@
+package protocol
+
+import "encoding/json"
+
+// Event types.
+const (
+	TypeAccepted           = "accepted"
+	TypeNodeStarted        = "node.started"
+	TypeNodeCompleted      = "node.completed"
+	TypeNodeFailed         = "node.failed"
+	TypeNodeSuspended      = "node.suspended"
+	TypePermissionDecision = "permission.decision"
+	TypeResult             = "result"
+	TypeError              = "error"
+)
+
+// Result statuses.
+const (
+	StatusCompleted = "completed"
+	StatusSuspended = "suspended"
+)
+
+// Header is the part every event shares. The Writer fills it in; callers
+// leave it zero.
+type Header struct {
+	Version     int    `json:"version"`
+	Type        string `json:"type"`
+	ExecutionID string `json:"executionId"`
+	At          string `json:"at"`
+}
+
+func (h *Header) header() *Header { return h }
+
+// Event is a non-terminal event. Only this package's types implement it.
+type Event interface {
+	header() *Header
+	eventType() string
+}
+
+// Terminal is an event that ends the stream: Result or Error.
+type Terminal interface {
+	Event
+	terminal()
+}
+
+// Accepted is the first event: the handoff boundary.
+type Accepted struct {
+	Header
+}
+
+// NodeStarted reports an attempt of a node starting. Input is set only when
+// the request asked for a trace.
+type NodeStarted struct {
+	Header
+	NodeID   string          `json:"nodeId"`
+	NodeType string          `json:"nodeType"`
+	Attempt  int             `json:"attempt"`
+	Input    json.RawMessage `json:"input,omitempty"`
+}
+
+// NodeCompleted reports a node's success. Output is set only when traced.
+type NodeCompleted struct {
+	Header
+	NodeID     string          `json:"nodeId"`
+	NodeType   string          `json:"nodeType"`
+	Attempt    int             `json:"attempt"`
+	DurationMs int64           `json:"durationMs"`
+	Output     json.RawMessage `json:"output,omitempty"`
+}
+
+// NodeFailed reports a failed attempt; Retrying says whether another attempt
+// follows.
+type NodeFailed struct {
+	Header
+	NodeID     string    `json:"nodeId"`
+	NodeType   string    `json:"nodeType"`
+	Attempt    int       `json:"attempt"`
+	DurationMs int64     `json:"durationMs"`
+	Error      NodeError `json:"error"`
+	Retrying   bool      `json:"retrying"`
+}
+
+// NodeError is a node's failure: a code for programs, a message for people.
+type NodeError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// NodeSuspended reports a node waiting for consent.
+type NodeSuspended struct {
+	Header
+	NodeID   string         `json:"nodeId"`
+	NodeType string         `json:"nodeType"`
+	Reason   string         `json:"reason"`
+	Request  ConsentRequest `json:"request"`
+}
+
+// ConsentRequest names the action awaiting consent.
+type ConsentRequest struct {
+	Action   string `json:"action"`
+	Resource string `json:"resource"`
+}
+
+// PermissionDecision audits one permission decision, emitted before the
+// action it governs.
+type PermissionDecision struct {
+	Header
+	NodeID   string `json:"nodeId"`
+	Action   string `json:"action"`
+	Resource string `json:"resource"`
+	Decision string `json:"decision"`
+	Source   string `json:"source"`
+	Reason   string `json:"reason"`
+}
+
+// Result is the terminal event of an execution that completed or suspended.
+type Result struct {
+	Header
+	Status     string          `json:"status"`
+	Output     json.RawMessage `json:"output"`
+	Usage      Usage           `json:"usage"`
+	DurationMs int64           `json:"durationMs"`
+	Suspended  []Suspension    `json:"suspended,omitempty"`
+}
+
+// Usage sums what an execution consumed.
+type Usage struct {
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+	ModelCalls   int64 `json:"modelCalls"`
+	ToolCalls    int64 `json:"toolCalls"`
+	HTTPRequests int64 `json:"httpRequests"`
+}
+
+// Suspension is one request awaiting consent in a suspended result.
+type Suspension struct {
+	NodeID   string `json:"nodeId"`
+	Action   string `json:"action"`
+	Resource string `json:"resource"`
+}
+
+// Error is the terminal event of an execution that failed after acceptance.
+type Error struct {
+	Header
+	Error ExecutionError `json:"error"`
+}
+
+// ExecutionError is the body of the terminal error event; Code is always
+// EXECUTION_FAILED and NodeID names the node at fault, if one is.
+type ExecutionError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	NodeID  string `json:"nodeId,omitempty"`
+}
+
+func (*Accepted) eventType() string           { return TypeAccepted }
+func (*NodeStarted) eventType() string        { return TypeNodeStarted }
+func (*NodeCompleted) eventType() string      { return TypeNodeCompleted }
+func (*NodeFailed) eventType() string         { return TypeNodeFailed }
+func (*NodeSuspended) eventType() string      { return TypeNodeSuspended }
+func (*PermissionDecision) eventType() string { return TypePermissionDecision }
+func (*Result) eventType() string             { return TypeResult }
+func (*Error) eventType() string              { return TypeError }
+
+func (*Result) terminal() {}
+func (*Error) terminal()  {}
