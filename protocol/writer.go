@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,7 +27,7 @@ type Writer struct {
 	now   func() time.Time
 	done  bool
 	err   error
-	buf   []byte
+	buf   bytes.Buffer
 }
 
 // NewWriter returns a Writer for one execution. flush, if not nil, is called
@@ -38,8 +39,16 @@ func NewWriter(w io.Writer, executionID string, flush func() error) *Writer {
 // ExecutionID returns the id the Writer stamps on every event.
 func (w *Writer) ExecutionID() string { return w.id }
 
-// Emit writes a non-terminal event.
+// errEmitTerminal is returned by Emit given a Result or an Error: only Finish
+// may write the terminal event, so that nothing can follow it.
+var errEmitTerminal = errors.New("protocol: Emit given a terminal event; use Finish")
+
+// Emit writes a non-terminal event. A terminal event (Result, Error) is
+// refused and nothing is written: the stream ends only through Finish.
 func (w *Writer) Emit(e Event) error {
+	if _, ok := e.(Terminal); ok {
+		return errEmitTerminal
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.write(e)
@@ -81,12 +90,15 @@ func (w *Writer) write(e Event) error {
 	h.Type = e.eventType()
 	h.ExecutionID = w.id
 	h.At = FormatTime(w.now())
-	b, err := json.Marshal(e)
-	if err != nil {
+	w.buf.Reset()
+	enc := json.NewEncoder(&w.buf)
+	// Messages quote expressions with < and >; HTML escaping would only
+	// make them unreadable.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
 		return err
 	}
-	w.buf = append(append(w.buf[:0], b...), '\n')
-	if _, err := w.w.Write(w.buf); err != nil {
+	if _, err := w.w.Write(w.buf.Bytes()); err != nil {
 		w.err = err
 		return err
 	}

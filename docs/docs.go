@@ -1,0 +1,11 @@
+// Package docs holds the published artifacts that code depends on, so the
+// published copy and the one in force are the same bytes.
+package docs
+
+import _ "embed"
+
+// WorkflowSchema is the JSON Schema of the workflow document, the single
+// source of truth that request validation uses.
+//
+//go:embed workflow.schema.json
+var WorkflowSchema []byte

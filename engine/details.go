@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// detailList collects the problems found before acceptance.
+type detailList struct {
+	inv protocol.Invalid
+}
+
+func (d *detailList) add(path, format string, args ...any) {
+	d.inv.Add(path, format, args...)
+}
+
+func (d *detailList) len() int { return len(d.inv.Details) }
+
+func (d *detailList) err() error {
+	if len(d.inv.Details) == 0 {
+		return nil
+	}
+	inv := d.inv
+	return &inv
+}
+
+// FieldError is a problem at one path, as adapter packages report it; the
+// engine turns each into a protocol detail.
+type FieldError interface {
+	error
+	FieldPath() string
+}
+
+// addErr records err under path, spreading joined errors and field errors
+// into separate details.
+func (d *detailList) addErr(path string, err error) {
+	if err == nil {
+		return
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			d.addErr(path, e)
+		}
+		return
+	}
+	if fe, ok := err.(FieldError); ok {
+		d.add(fe.FieldPath(), "%s", fieldMessage(fe))
+		return
+	}
+	if inv, ok := err.(*protocol.Invalid); ok {
+		d.inv.Details = append(d.inv.Details, inv.Details...)
+		return
+	}
+	d.add(path, "%v", err)
+}
+
+func fieldMessage(fe FieldError) string {
+	if m, ok := fe.(interface{ FieldMessage() string }); ok {
+		return m.FieldMessage()
+	}
+	return fmt.Sprint(fe.Error())
+}

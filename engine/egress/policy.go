@@ -1,0 +1,133 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// policyPath is where the policy sits in the execution request, for
+// FieldError paths.
+const policyPath = "runtime.http.policy"
+
+// policy is a validated protocol.HTTPPolicy.
+type policy struct {
+	allow   []string // host globs; empty means any host
+	deny    []string // host globs
+	methods []string // upper-case; empty means any method
+}
+
+// compilePolicy validates p. Every problem is a *FieldError; several are
+// joined with errors.Join.
+func compilePolicy(p protocol.HTTPPolicy) (policy, error) {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: policyPath + "." + path, Message: fmt.Sprintf(format, args...)})
+	}
+	var out policy
+	hosts := func(field string, patterns []string) []string {
+		var list []string
+		for i, pat := range patterns {
+			clean, err := hostPattern(pat)
+			if err != nil {
+				bad(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+				continue
+			}
+			list = append(list, clean)
+		}
+		return list
+	}
+	out.allow = hosts("allowHosts", p.AllowHosts)
+	out.deny = hosts("denyHosts", p.DenyHosts)
+	for i, m := range p.Methods {
+		if !isToken(m) {
+			bad(fmt.Sprintf("methods[%d]", i), "%q is not a valid HTTP method", m)
+			continue
+		}
+		out.methods = append(out.methods, strings.ToUpper(m))
+	}
+	if p.MaxResponseBytes < 0 {
+		bad("maxResponseBytes", "must not be negative")
+	}
+	if p.TimeoutMs < 0 {
+		bad("timeoutMs", "must not be negative")
+	}
+	if p.MaxRequests < 0 {
+		bad("maxRequests", "must not be negative")
+	}
+	if p.MaxRedirects != nil && *p.MaxRedirects < 0 {
+		bad("maxRedirects", "must not be negative")
+	}
+	return out, errors.Join(errs...)
+}
+
+// hostPattern checks one allowHosts/denyHosts entry and returns it ready for
+// glob.MatchHost. Beyond glob.Validate it refuses URLs and host:port, which
+// would silently never match and so turn an allow list into "deny all" or,
+// worse, a deny list into nothing.
+func hostPattern(p string) (string, error) {
+	if err := glob.Validate(p); err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(p, "/@?#") {
+		return "", fmt.Errorf("%q must be a host name pattern, without scheme, path or user", p)
+	}
+	if strings.Contains(p, ":") {
+		// An IPv6 literal, bracketed or not, is a host; anything else with
+		// a colon carries a port.
+		if ip, err := netip.ParseAddr(strings.Trim(p, "[]")); err == nil {
+			return ip.String(), nil
+		}
+		return "", fmt.Errorf("%q must be a host name pattern, without port", p)
+	}
+	return p, nil
+}
+
+// checkHost applies denyHosts then allowHosts to a lower-case host.
+func (p *policy) checkHost(host string) error {
+	for _, d := range p.deny {
+		if glob.MatchHost(d, host) {
+			return blocked("host %s is denied by denyHosts pattern %q", host, d)
+		}
+	}
+	if len(p.allow) == 0 {
+		return nil
+	}
+	for _, a := range p.allow {
+		if glob.MatchHost(a, host) {
+			return nil
+		}
+	}
+	return blocked("host %s is not in allowHosts", host)
+}
+
+// checkMethod applies methods to an upper-case method.
+func (p *policy) checkMethod(method, host string) error {
+	if len(p.methods) == 0 || slices.Contains(p.methods, method) {
+		return nil
+	}
+	return blocked("method %s to host %s is not in methods (%s)", method, host, strings.Join(p.methods, ", "))
+}
+
+// isToken reports whether s is an RFC 9110 token, the syntax of methods and
+// header names.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Limits bound every execution. Capabilities advertise these same values.
+type Limits struct {
+	MaxNodes       int   // nodes run per execution, map iterations and children included
+	MaxConcurrency int   // nodes running at once per execution
+	MaxMapItems    int   // items of one map node
+	MaxChildDepth  int   // nesting of child workflows
+	MaxEventBytes  int   // traced input/output per event, truncated beyond
+	MaxOutputBytes int64 // one node's output
+	MemoryBudget   int64 // all node outputs of one execution together
+	// MaxDuration bounds an execution whose context has no deadline (the
+	// local server); under Lambda the invocation deadline applies.
+	MaxDuration time.Duration
+	// Reserve is kept back from the deadline to write the terminal event.
+	Reserve time.Duration
+}
+
+// DefaultLimits are the limits of a runner configured with nothing.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxNodes:       10_000,
+		MaxConcurrency: 16,
+		MaxMapItems:    10_000,
+		MaxChildDepth:  8,
+		MaxEventBytes:  64 << 10,
+		MaxOutputBytes: 4 << 20,
+		MemoryBudget:   64 << 20,
+		MaxDuration:    15 * time.Minute,
+		Reserve:        500 * time.Millisecond,
+	}
+}
+
+// Engine prepares and runs executions. It is safe for concurrent use once
+// configured; its zero value is not usable, use New.
+type Engine struct {
+	// Limits bound every execution.
+	Limits Limits
+	// Logger receives decisions and failures, never bodies or secrets.
+	Logger *slog.Logger
+
+	kinds map[string]Kind
+}
+
+// New returns an engine with the built-in node types.
+func New(limits Limits) *Engine {
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}}
+	e.Register("set", setKind{})
+	e.Register("fail", failKind{})
+	return e
+}
+
+// Register adds or replaces a node type.
+func (e *Engine) Register(name string, k Kind) { e.kinds[name] = k }
+
+// NodeTypes lists the registered node types, sorted.
+func (e *Engine) NodeTypes() []string {
+	names := make([]string, 0, len(e.kinds))
+	for n := range e.kinds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Execution is a request checked and compiled, ready to run once.
+type Execution struct {
+	e            *Engine
+	req          *protocol.ExecutionRequest
+	g            *graph
+	children     map[string]*graph
+	input        any
+	trace        bool
+	secretValues map[string]any
+	redact       *redactor
+}
+
+// prep is the state of one Prepare.
+type prep struct {
+	e           *Engine
+	req         *protocol.ExecutionRequest
+	d           *detailList
+	secretNames map[string]bool
+	childDocs   map[string]*document
+	children    map[string]*graph
+	nodes       int
+}
+
+// Prepare checks an execution request before acceptance. The error is a
+// *protocol.Invalid listing every problem with its path.
+func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
+	d := &detailList{}
+	p := &prep{e: e, req: req, d: d, secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
+	for name := range req.Runtime.HTTP.Secrets {
+		p.secretNames[name] = true
+	}
+	doc := parseDocument("workflow", req.Workflow, d)
+	for i, raw := range req.Runtime.Workflows {
+		path := fmt.Sprintf("runtime.workflows[%d]", i)
+		cd := parseDocument(path, raw, d)
+		switch {
+		case cd == nil:
+		case cd.ID == "":
+			d.add(path+".id", "required: child workflows are called by id")
+		case p.childDocs[cd.ID] != nil:
+			d.add(path+".id", "duplicate child workflow id %q", cd.ID)
+		default:
+			p.childDocs[cd.ID] = cd
+		}
+	}
+	if doc == nil {
+		return nil, d.err()
+	}
+	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children}
+	x.g = p.compileDocument("workflow", doc)
+	for _, id := range sortedKeys(p.childDocs) {
+		if p.children[id] == nil {
+			p.children[id] = p.compileDocument(childPath(req, id), p.childDocs[id])
+		}
+	}
+	if x.g != nil {
+		x.input = p.checkInput(x.g, req.Input)
+	}
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	x.secretValues = make(map[string]any, len(req.Runtime.HTTP.Secrets))
+	for name, s := range req.Runtime.HTTP.Secrets {
+		x.secretValues[name] = s.Value
+	}
+	x.redact = newRedactor(secretsOf(req))
+	return x, nil
+}
+
+// compileDocument compiles a top-level or child workflow document.
+func (p *prep) compileDocument(path string, doc *document) *graph {
+	g := p.compileGraph(path+".nodes", doc.Nodes, nil, false)
+	if g == nil {
+		return nil
+	}
+	g.id = doc.ID
+	if len(doc.Input) > 0 && string(doc.Input) != "null" {
+		raw, err := schemaValueRaw(doc.Input)
+		if err == nil {
+			g.inputSchema, err = compileSchema(raw)
+		}
+		if err != nil {
+			p.d.add(path+".input", "invalid JSON Schema: %v", firstLine(err.Error()))
+		}
+	}
+	if doc.present["output"] {
+		var v any
+		_ = json.Unmarshal(doc.Output, &v)
+		all := make([]string, len(g.nodes))
+		for i, n := range g.nodes {
+			all[i] = n.id
+		}
+		sc := &exprScope{visible: g.has, ancestors: func() []string { return all }}
+		g.output = compileTemplate(path+".output", v, sc, p.d)
+		g.hasOutput = true
+	}
+	return g
+}
+
+// checkInput decodes the execution input and checks it against the
+// workflow's input schema.
+func (p *prep) checkInput(g *graph, raw json.RawMessage) any {
+	var input any
+	if len(raw) > 0 {
+		v, err := decodeJSON(raw)
+		if err != nil {
+			p.d.add("input", "malformed JSON: %v", err)
+			return nil
+		}
+		input = v
+	}
+	if g.inputSchema != nil {
+		if err := validateValue(g.inputSchema, input); err != nil {
+			schemaDetails("input", err, p.d)
+		}
+	}
+	return input
+}
+
+func childPath(req *protocol.ExecutionRequest, id string) string {
+	for i, raw := range req.Runtime.Workflows {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &head) == nil && head.ID == id {
+			return fmt.Sprintf("runtime.workflows[%d]", i)
+		}
+	}
+	return "runtime.workflows"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// secretsOf lists every secret value a request carries: HTTP secrets, model
+// API keys and headers, toolset headers.
+func secretsOf(req *protocol.ExecutionRequest) []string {
+	var out []string
+	for _, s := range req.Runtime.HTTP.Secrets {
+		out = append(out, s.Value)
+	}
+	for _, m := range req.Runtime.Models {
+		out = append(out, m.APIKey)
+		for _, v := range m.Headers {
+			out = append(out, v)
+		}
+	}
+	for _, t := range req.Runtime.Toolsets {
+		for _, v := range t.Headers {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// NodeError is a node's failure with its protocol code (protocol.CodeFailed,
+// protocol.CodeHTTPError, …). Kinds return it to choose the code; any other
+// error counts as FAILED, or as TIMEOUT/CANCELLED when the context says so.
+type NodeError struct {
+	Code    string
+	Message string
+	// Err is the cause, kept for errors.Is/As; its text is not shown.
+	Err error
+}
+
+func (e *NodeError) Error() string { return e.Message }
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// Errorf returns a *NodeError with the given code.
+func Errorf(code, format string, args ...any) *NodeError {
+	err := fmt.Errorf(format, args...)
+	return &NodeError{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}
+}
+
+// noRetry lists the codes that another attempt cannot change.
+var noRetry = map[string]bool{
+	protocol.CodeExpressionError:      true,
+	protocol.CodePermissionDenied:     true,
+	protocol.CodeLimitExceeded:        true,
+	protocol.CodeOutputTooLarge:       true,
+	protocol.CodeMemoryBudgetExceeded: true,
+	protocol.CodeCancelled:            true,
+	protocol.CodeDeadlineExceeded:     true,
+	protocol.CodeHTTPBlocked:          true,
+}
+
+// suspended is returned by a node that waits for consent.
+type suspended struct {
+	action, resource string
+}
+
+func (s *suspended) Error() string {
+	return fmt.Sprintf("consent required for %s %s", s.action, s.resource)
+}
+
+// classify turns whatever an attempt returned into a NodeError. attemptCtx
+// is the attempt's context, execCtx the execution's: which one ended tells a
+// node timeout from the execution deadline or a cancellation.
+func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
+	var ne *NodeError
+	if errors.As(err, &ne) && ne.Code != "" {
+		return ne
+	}
+	switch {
+	case execCtx.Err() != nil && errors.Is(context.Cause(execCtx), errDeadline):
+		return &NodeError{Code: protocol.CodeDeadlineExceeded, Message: "execution deadline exceeded", Err: err}
+	case execCtx.Err() != nil:
+		return &NodeError{Code: protocol.CodeCancelled, Message: "cancelled", Err: err}
+	case attemptCtx.Err() != nil && errors.Is(attemptCtx.Err(), context.DeadlineExceeded):
+		return &NodeError{Code: protocol.CodeTimeout, Message: "node timed out", Err: err}
+	}
+	return &NodeError{Code: protocol.CodeFailed, Message: err.Error(), Err: err}
+}
+
+// errDeadline is the cause attached to the execution context when its
+// deadline (the invocation's, less the reserve) passes.
+var errDeadline = errors.New("deadline exceeded")

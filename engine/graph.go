@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// graph is a compiled DAG of nodes: a workflow, a map's sub-graph, or a
+// child workflow.
+type graph struct {
+	id          string
+	nodes       []*node
+	index       map[string]int
+	output      Template
+	hasOutput   bool
+	sinks       []int
+	inputSchema *jsonschema.Schema
+}
+
+// node is a compiled node.
+type node struct {
+	id        string
+	typ       string
+	path      string
+	needs     []int
+	dependent []int
+	when      *expression
+	with      Template
+	step      Step
+	composite bool
+	retry     RetryPolicy
+	timeout   time.Duration
+	continue_ bool
+	dynamic   bool     // a template indexes nodes dynamically
+	ancestors []string // set when dynamic
+}
+
+// statelessOnly names node types of the full language that need server
+// services a stateless runner does not have.
+var statelessOnly = map[string]string{
+	"wait":         "the server's checkpoint service",
+	"sleep":        "the server's checkpoint service",
+	"approval":     "the server's checkpoint service (human approval)",
+	"checkpoint":   "the server's checkpoint service",
+	"value.get":    "the server's persistent-value service",
+	"value.set":    "the server's persistent-value service",
+	"value.delete": "the server's persistent-value service",
+	"value.list":   "the server's persistent-value service",
+}
+
+// compileGraph checks and compiles nodes found at path. outer is the scope of
+// the enclosing node for a map's sub-graph (nil at top level).
+func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item bool) *graph {
+	g := &graph{index: make(map[string]int, len(docs))}
+	start := p.d.len()
+	for i, nd := range docs {
+		np := fmt.Sprintf("%s[%d]", path, i)
+		if j, dup := g.index[nd.ID]; dup {
+			p.d.add(np+".id", "duplicate node id %q (also nodes[%d])", nd.ID, j)
+			continue
+		}
+		g.index[nd.ID] = i
+	}
+	if p.d.len() > start {
+		return nil
+	}
+	g.nodes = make([]*node, len(docs))
+	for i, nd := range docs {
+		n := &node{id: nd.ID, typ: nd.Type, path: fmt.Sprintf("%s[%d]", path, i), continue_: nd.OnError == "continue"}
+		for j, need := range nd.Needs {
+			k, ok := g.index[need]
+			switch {
+			case !ok:
+				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "unknown node id %q", need)
+			case k == i:
+				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "node %q needs itself", need)
+			default:
+				n.needs = append(n.needs, k)
+			}
+		}
+		n.retry = normalizeRetry(nd.Retry)
+		n.timeout = time.Duration(nd.TimeoutMs) * time.Millisecond
+		g.nodes[i] = n
+	}
+	if p.d.len() > start {
+		return nil
+	}
+	if cycle := findCycle(g); cycle != nil {
+		p.d.add(g.nodes[cycle[0]].path+".needs", "cycle: %s", cyclePath(g, cycle))
+		return nil
+	}
+	for i, n := range g.nodes {
+		for _, k := range n.needs {
+			g.nodes[k].dependent = append(g.nodes[k].dependent, i)
+		}
+	}
+	for i, n := range g.nodes {
+		if len(n.dependent) == 0 {
+			g.sinks = append(g.sinks, i)
+		}
+		p.compileNode(g, i, docs[i], outer, item)
+	}
+	if p.nodes += len(g.nodes); p.nodes > p.e.Limits.MaxNodes {
+		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.e.Limits.MaxNodes)
+	}
+	return g
+}
+
+func (p *prep) compileNode(g *graph, i int, nd nodeDoc, outer *exprScope, item bool) {
+	n := g.nodes[i]
+	sc := &exprScope{
+		visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.visible(id) },
+		ancestors: func() []string { return g.ancestorIDs(i, outer) },
+		item:      item,
+	}
+	if nd.When != "" {
+		n.when = compileWhen(n.path+".when", nd.When, sc, p.d)
+	}
+	if reason, ok := statelessOnly[nd.Type]; ok {
+		p.d.add(n.path+".type", "node %q: type %q needs %s, which this stateless runner does not have", nd.ID, nd.Type, reason)
+		return
+	}
+	kind, ok := p.e.kinds[nd.Type]
+	if !ok {
+		p.d.add(n.path+".type", "node %q: unknown node type %q (this runner runs %s)", nd.ID, nd.Type, strings.Join(p.e.NodeTypes(), ", "))
+		return
+	}
+	c := &Compiler{p: p, g: g, n: n, doc: &nd, sc: sc}
+	n.step = kind.Prepare(c)
+	if ck, ok := kind.(interface{ composite() bool }); ok {
+		n.composite = ck.composite()
+	}
+	if n.dynamic || n.when != nil && n.when.all {
+		n.ancestors = sc.ancestors()
+	}
+}
+
+func (g *graph) has(id string) bool {
+	_, ok := g.index[id]
+	return ok
+}
+
+// upstream reports whether id is a direct or transitive need of node i.
+func (g *graph) upstream(i int, id string) bool {
+	target, ok := g.index[id]
+	if !ok {
+		return false
+	}
+	for _, k := range g.nodes[i].needs {
+		if k == target {
+			return true
+		}
+	}
+	seen := make([]bool, len(g.nodes))
+	stack := slices.Clone(g.nodes[i].needs)
+	for len(stack) > 0 {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if k == target {
+			return true
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		stack = append(stack, g.nodes[k].needs...)
+	}
+	return false
+}
+
+// ancestorIDs lists every id node i may reference, outer ones included.
+func (g *graph) ancestorIDs(i int, outer *exprScope) []string {
+	var ids []string
+	for _, n := range g.nodes {
+		if g.upstream(i, n.id) {
+			ids = append(ids, n.id)
+		}
+	}
+	if outer != nil {
+		for _, id := range outer.ancestors() {
+			if !g.has(id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// findCycle returns the nodes of one cycle, in need order, or nil.
+func findCycle(g *graph) []int {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(g.nodes))
+	var stack []int
+	var found []int
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		color[i] = grey
+		stack = append(stack, i)
+		for _, k := range g.nodes[i].needs {
+			switch color[k] {
+			case grey:
+				at := slices.Index(stack, k)
+				found = slices.Clone(stack[at:])
+				return true
+			case white:
+				if visit(k) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+		return false
+	}
+	for i := range g.nodes {
+		if color[i] == white && visit(i) {
+			return found
+		}
+	}
+	return nil
+}
+
+// cyclePath renders a cycle as "a → b → c → a" in needs direction.
+func cyclePath(g *graph, cycle []int) string {
+	names := make([]string, 0, len(cycle)+1)
+	for _, i := range cycle {
+		names = append(names, g.nodes[i].id)
+	}
+	names = append(names, g.nodes[cycle[0]].id)
+	return strings.Join(names, " needs ")
+}
+
+func normalizeRetry(r *RetryPolicy) RetryPolicy {
+	out := RetryPolicy{MaxAttempts: 1, BackoffMs: 200, Factor: 2, MaxBackoffMs: 10_000}
+	if r == nil {
+		return out
+	}
+	if r.MaxAttempts > 0 {
+		out.MaxAttempts = r.MaxAttempts
+	}
+	if r.BackoffMs > 0 {
+		out.BackoffMs = r.BackoffMs
+	}
+	if r.Factor >= 1 {
+		out.Factor = r.Factor
+	}
+	if r.MaxBackoffMs > 0 {
+		out.MaxBackoffMs = r.MaxBackoffMs
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Kind is a node type. Prepare checks one node of the type before
+// acceptance, reporting problems through the Compiler, and returns the Step
+// that runs it (nil when the node is invalid).
+type Kind interface {
+	Prepare(c *Compiler) Step
+}
+
+// Step runs one attempt of a node. call.With holds the node's evaluated
+// configuration. The output must be JSON-marshalable.
+type Step interface {
+	Run(ctx context.Context, call *Call) (any, error)
+}
+
+// StepFunc adapts a function to Step.
+type StepFunc func(ctx context.Context, call *Call) (any, error)
+
+// Run calls f.
+func (f StepFunc) Run(ctx context.Context, call *Call) (any, error) { return f(ctx, call) }
+
+// Compiler is what a Kind sees of the node it prepares.
+type Compiler struct {
+	p   *prep
+	g   *graph
+	n   *node
+	doc *nodeDoc
+	sc  *exprScope
+}
+
+// NodeID returns the node's id.
+func (c *Compiler) NodeID() string { return c.n.id }
+
+// Path returns the request path of a with field ("" for with itself).
+func (c *Compiler) Path(field string) string {
+	if field == "" {
+		return c.n.path + ".with"
+	}
+	return c.n.path + ".with." + field
+}
+
+// Raw returns a with field as written.
+func (c *Compiler) Raw(field string) (any, bool) {
+	v, ok := c.doc.With[field]
+	return v, ok
+}
+
+// Literal returns a with field that is a plain string without templates:
+// a statically known role, toolset, tool or URL.
+func (c *Compiler) Literal(field string) (string, bool) {
+	s, ok := c.doc.With[field].(string)
+	if !ok || strings.Contains(s, "${{") {
+		return "", false
+	}
+	return s, true
+}
+
+// Errorf records a problem with a with field.
+func (c *Compiler) Errorf(field, format string, args ...any) {
+	c.p.d.add(c.Path(field), format, args...)
+}
+
+// With compiles the node's with, less the given fields, as the value the
+// scheduler evaluates into Call.With before each attempt.
+func (c *Compiler) With(except ...string) {
+	m := make(map[string]any, len(c.doc.With))
+	for k, v := range c.doc.With {
+		if !contains(except, k) {
+			m[k] = v
+		}
+	}
+	c.n.with = compileTemplate(c.Path(""), m, c.sc, c.p.d)
+	c.n.dynamic = c.n.dynamic || c.n.with.all
+}
+
+// Template compiles one with field for the Step to evaluate itself with
+// Call.Eval (for fields evaluated in another scope or later).
+func (c *Compiler) Template(field string) Template {
+	v, ok := c.doc.With[field]
+	if !ok {
+		return Template{}
+	}
+	t := compileTemplate(c.Path(field), v, c.sc, c.p.d)
+	c.n.dynamic = c.n.dynamic || t.all
+	return t
+}
+
+// SecretTemplate is Template for the fields of an http node that may use
+// secrets.NAME.
+func (c *Compiler) SecretTemplate(field string) Template {
+	v, ok := c.doc.With[field]
+	if !ok {
+		return Template{}
+	}
+	sc := *c.sc
+	sc.secrets = c.p.secretNames
+	t := compileTemplate(c.Path(field), v, &sc, c.p.d)
+	t.secrets = true
+	c.n.dynamic = c.n.dynamic || t.all
+	return t
+}
+
+// Request returns the execution request, for static checks against the
+// runtime payload.
+func (c *Compiler) Request() *protocol.ExecutionRequest { return c.p.req }
+
+// Engine returns the engine, for its configuration.
+func (c *Compiler) Engine() *Engine { return c.p.e }
+
+// Call is one attempt of a node, as its Step sees it.
+type Call struct {
+	// ID is the node's id in events: "each[3].summarize" inside a map.
+	ID string
+	// Type is the node's type.
+	Type string
+	// Attempt counts from 1.
+	Attempt int
+	// With is the node's evaluated configuration (see Compiler.With).
+	With any
+
+	r  *run
+	n  *node
+	sc *scope
+}
+
+// Eval evaluates a template compiled by Compiler.Template in the node's
+// scope.
+func (c *Call) Eval(t Template) (any, error) {
+	ev := newEvaluator(c.sc, t, c.n.ancestors)
+	if t.secrets {
+		ev.secrets = c.r.x.secretValues
+	}
+	return t.eval(ev)
+}
+
+// WithMap returns Call.With as an object (empty when with was absent).
+func (c *Call) WithMap() map[string]any {
+	m, _ := c.With.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m
+}
+
+// Execution returns the id of the execution the call belongs to.
+func (c *Call) ExecutionID() string { return c.r.id }
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// stringField reads an optional string from an evaluated with.
+func stringField(with map[string]any, field string) (string, error) {
+	v, ok := with[field]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", Errorf(protocol.CodeExpressionError, "with.%s must be a string, got %s", field, jsonKind(v))
+	}
+	return s, nil
+}
+
+// jsonKind names a value's JSON type for messages, never its content.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case float64, int, int64, float32, int32, uint, uint64:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}

@@ -1,0 +1,327 @@
+package models
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/auth/bearer"
+	smithydocument "github.com/aws/smithy-go/document"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// bedrockProvider speaks Bedrock's Converse API.
+type bedrockProvider struct {
+	settings
+	client      *bedrockruntime.Client
+	scrub       scrubber
+	maxAttempts int
+}
+
+// bedrock builds the provider for m on the shared AWS configuration.
+func (c *Clients) bedrock(cfg aws.Config, m protocol.Model) *bedrockProvider {
+	client := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+		if m.Region != "" {
+			o.Region = m.Region
+		}
+		if m.BaseURL != "" {
+			o.BaseEndpoint = aws.String(m.BaseURL)
+		}
+		if c.HTTPClient != nil {
+			o.HTTPClient = c.HTTPClient
+		}
+		// Each call installs its own retryer; AWS_MAX_ATTEMPTS must not
+		// wrap it.
+		o.RetryMaxAttempts = 0
+		// Credentials are the function's IAM role, or the entry's own
+		// Bedrock API key. A key in AWS_BEARER_TOKEN_BEDROCK is ignored:
+		// it would otherwise go to whatever baseUrl an entry names.
+		o.BearerAuthTokenProvider = nil
+		o.AuthSchemePreference = nil
+		if m.APIKey != "" {
+			o.BearerAuthTokenProvider = bearer.StaticTokenProvider{Token: bearer.Token{Value: m.APIKey}}
+			o.AuthSchemePreference = []string{"httpBearerAuth"}
+		}
+		if len(m.Headers) > 0 {
+			o.APIOptions = append(slices.Clone(o.APIOptions), addHeaders(m.Headers))
+		}
+	})
+	return &bedrockProvider{
+		settings:    settings{model: m},
+		client:      client,
+		scrub:       newScrubber(m),
+		maxAttempts: c.retries() + 1,
+	}
+}
+
+// addHeaders sets the entry's extra headers on every request, in the build
+// step so that SigV4 signs them.
+func addHeaders(headers map[string]string) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Build.Add(middleware.BuildMiddlewareFunc("RunnerModelHeaders",
+			func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (middleware.BuildOutput, middleware.Metadata, error) {
+				if req, ok := in.Request.(*smithyhttp.Request); ok {
+					for k, v := range headers {
+						req.Header.Set(k, v)
+					}
+				}
+				return next.HandleBuild(ctx, in)
+			}), middleware.After)
+	}
+}
+
+// Complete implements Provider.
+func (p *bedrockProvider) Complete(ctx context.Context, req Request) (*Response, error) {
+	in, err := p.input(req)
+	if err != nil {
+		return nil, err
+	}
+	deadline, _ := ctx.Deadline()
+	res, err := p.client.Converse(ctx, in, func(o *bedrockruntime.Options) {
+		o.Retryer = newBedrockRetryer(p.maxAttempts, deadline)
+	})
+	if err != nil {
+		return nil, p.error(ctx, err)
+	}
+	msg, ok := res.Output.(*types.ConverseOutputMemberMessage)
+	if !ok {
+		return nil, p.scrub.newError(ProviderBedrock, 0, "malformed response: no message")
+	}
+	out := &Response{FinishReason: string(res.StopReason), Model: p.model.Model}
+	if u := res.Usage; u != nil {
+		out.Usage.InputTokens = int64(aws.ToInt32(u.InputTokens))
+		out.Usage.OutputTokens = int64(aws.ToInt32(u.OutputTokens))
+	}
+	var text strings.Builder
+	for _, block := range msg.Value.Content {
+		switch b := block.(type) {
+		case *types.ContentBlockMemberText:
+			text.WriteString(b.Value)
+		case *types.ContentBlockMemberToolUse:
+			call := ToolCall{ID: aws.ToString(b.Value.ToolUseId), Name: aws.ToString(b.Value.Name)}
+			if b.Value.Input != nil {
+				raw, err := b.Value.Input.MarshalSmithyDocument()
+				if err != nil {
+					return nil, p.scrub.newError(ProviderBedrock, 0, "malformed response: tool input: "+err.Error())
+				}
+				call.Arguments = raw
+			}
+			call.Arguments = arguments(call.Arguments)
+			out.ToolCalls = append(out.ToolCalls, call)
+		}
+	}
+	out.Text = text.String()
+	return out, nil
+}
+
+// input maps req to a Converse request.
+func (p *bedrockProvider) input(req Request) (*bedrockruntime.ConverseInput, error) {
+	if err := validateRequest(req); err != nil {
+		return nil, err
+	}
+	in := &bedrockruntime.ConverseInput{ModelId: aws.String(p.model.Model)}
+	// Converse's structured output depends on the model, so the schema goes
+	// in the instructions, which every model follows.
+	if system := systemWithSchema(req.System, req.JSONSchema); system != "" {
+		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: system}}
+	}
+	var turns []turn[types.ContentBlock]
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			if m.Content != "" {
+				turns = appendTurn(turns, false, types.ContentBlock(&types.ContentBlockMemberText{Value: m.Content}))
+			}
+		case RoleTool:
+			turns = appendTurn(turns, false, types.ContentBlock(&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
+				ToolUseId: aws.String(m.ToolCallID),
+				Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: m.Content}},
+			}}))
+		case RoleAssistant:
+			var blocks []types.ContentBlock
+			if m.Content != "" {
+				blocks = append(blocks, &types.ContentBlockMemberText{Value: m.Content})
+			}
+			for _, c := range m.ToolCalls {
+				input, err := jsonDocument(arguments(c.Arguments))
+				if err != nil {
+					return nil, err
+				}
+				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+					ToolUseId: aws.String(c.ID),
+					Name:      aws.String(c.Name),
+					Input:     input,
+				}})
+			}
+			turns = appendTurn(turns, true, blocks...)
+		}
+	}
+	for _, t := range turns {
+		role := types.ConversationRoleUser
+		if t.assistant {
+			role = types.ConversationRoleAssistant
+		}
+		in.Messages = append(in.Messages, types.Message{Role: role, Content: t.blocks})
+	}
+	if len(req.Tools) > 0 {
+		in.ToolConfig = &types.ToolConfiguration{}
+		for _, t := range req.Tools {
+			schema, err := json.Marshal(toolSchema(t.InputSchema))
+			if err != nil {
+				return nil, err
+			}
+			doc, err := jsonDocument(schema)
+			if err != nil {
+				return nil, err
+			}
+			spec := types.ToolSpecification{Name: aws.String(t.Name), InputSchema: &types.ToolInputSchemaMemberJson{Value: doc}}
+			if t.Description != "" {
+				spec.Description = aws.String(t.Description)
+			}
+			in.ToolConfig.Tools = append(in.ToolConfig.Tools, &types.ToolMemberToolSpec{Value: spec})
+		}
+	}
+	var inf types.InferenceConfiguration
+	if t := p.temperature(req); t != nil {
+		inf.Temperature = aws.Float32(float32(*t))
+	}
+	if n := p.maxTokens(req); n > 0 {
+		inf.MaxTokens = aws.Int32(int32(min(n, 1<<31-1)))
+	}
+	if inf.Temperature != nil || inf.MaxTokens != nil {
+		in.InferenceConfig = &inf
+	}
+	return in, nil
+}
+
+// jsonDocument turns JSON into a Smithy document. Numbers become
+// document.Number, not float64, so large integers in arguments survive.
+func jsonDocument(raw json.RawMessage) (document.Interface, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, errors.New("models: invalid JSON for bedrock: " + err.Error())
+	}
+	return document.NewLazyDocument(documentValue(v)), nil
+}
+
+// documentValue replaces json.Number with the Smithy encoder's number type.
+func documentValue(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return smithydocument.Number(v.String())
+	case map[string]any:
+		for k, e := range v {
+			v[k] = documentValue(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = documentValue(e)
+		}
+	}
+	return v
+}
+
+// error maps an SDK failure to an *Error.
+func (p *bedrockProvider) error(ctx context.Context, err error) error {
+	if e := contextError(ctx, ProviderBedrock, err); e != nil {
+		return e
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 400 {
+		status := re.HTTPStatusCode()
+		msg := ""
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) {
+			msg = apiErr.ErrorMessage()
+			if code := apiErr.ErrorCode(); code != "" && msg != "" {
+				msg = code + ": " + msg
+			} else if msg == "" {
+				msg = code
+			}
+		}
+		return p.scrub.newError(ProviderBedrock, status, orStatusText(msg, status))
+	}
+	var de *smithy.DeserializationError
+	if re != nil || errors.As(err, &de) {
+		return p.scrub.newError(ProviderBedrock, 0, "malformed response: "+err.Error())
+	}
+	return p.scrub.newError(ProviderBedrock, 0, "request failed: "+err.Error())
+}
+
+// bedrockRetryer is the AWS standard retryer held to this package's policy
+// for one call: retry 429 and 5xx replies (and connection failures, as the
+// SDK does), honour the server's retry-after headers, and give up at once
+// when the wait would end past the call's deadline.
+type bedrockRetryer struct {
+	*retry.Standard
+	deadline time.Time // zero: none
+}
+
+// newBedrockRetryer returns the retryer for one call. Client-side retry
+// quotas are off: a Lambda invocation is short, and a quota shared across
+// calls would fail one execution for another's throttling.
+func newBedrockRetryer(maxAttempts int, deadline time.Time) aws.RetryerV2 {
+	return bedrockRetryer{
+		Standard: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = maxAttempts
+			o.RateLimiter = ratelimit.None
+		}),
+		deadline: deadline,
+	}
+}
+
+// IsErrorRetryable retries by status where there is one, else as the SDK
+// would (connection failures yes, cancellation no).
+func (r bedrockRetryer) IsErrorRetryable(err error) bool {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.HTTPStatusCode() >= 400 {
+		return retryableStatus(re.HTTPStatusCode())
+	}
+	return r.Standard.IsErrorRetryable(err)
+}
+
+// RetryDelay is the server's requested wait if it named one, else the SDK's
+// backoff; a wait past the deadline is an error, which ends the call with
+// the attempt's own error.
+func (r bedrockRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	var wait time.Duration
+	named := false
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		wait, named = retryAfter(re.Response.Header)
+	}
+	if !named {
+		var derr error
+		if wait, derr = r.Standard.RetryDelay(attempt, err); derr != nil {
+			return 0, derr
+		}
+	}
+	if wait > maxRetryWait || (!r.deadline.IsZero() && time.Now().Add(wait).After(r.deadline)) {
+		return 0, &noRetryError{err: err}
+	}
+	return wait, nil
+}
+
+// noRetryError ends a call whose retry would outlive its deadline. It
+// unwraps to the attempt's error, whose status and message are reported.
+type noRetryError struct{ err error }
+
+func (e *noRetryError) Error() string { return "retry would pass the deadline: " + e.err.Error() }
+func (e *noRetryError) Unwrap() error { return e.err }

@@ -1,0 +1,98 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Clients builds providers from model entries. Make one per process and
+// share it: it is safe for concurrent use, and loads the AWS configuration
+// once. Its fields must not change after the first call to Provider.
+//
+// Retries: a reply with status 429 or 5xx, or a failure to connect, is
+// retried through each SDK's own retry loop (exponential backoff with
+// jitter, honouring retry-after-ms / Retry-After / x-amz-retry-after), up
+// to MaxRetries times. A retry whose wait would end past the context's
+// deadline is not made: the call fails at once with the provider's error.
+// Any other error fails at once.
+type Clients struct {
+	// HTTPClient sends the OpenAI and Anthropic requests, and Bedrock's when
+	// set; nil means http.DefaultClient for the former and the AWS
+	// configuration's client for Bedrock.
+	HTTPClient *http.Client
+	// MaxRetries is the number of retries after the first attempt; zero
+	// means DefaultMaxRetries and a negative value means none.
+	MaxRetries int
+	// LoadAWSConfig loads the AWS configuration Bedrock uses (region,
+	// credentials: the function's IAM role). Nil means
+	// config.LoadDefaultConfig. It is called at most once successfully.
+	LoadAWSConfig func(ctx context.Context) (aws.Config, error)
+
+	awsMu  sync.Mutex
+	awsCfg *aws.Config
+}
+
+// Provider returns the provider for model entry m. It is cheap: the engine
+// may call it for every model call.
+func (c *Clients) Provider(ctx context.Context, m protocol.Model) (Provider, error) {
+	switch m.Provider {
+	case ProviderOpenAI:
+		return c.openAI(m), nil
+	case ProviderAnthropic:
+		return c.anthropic(m), nil
+	case ProviderBedrock:
+		cfg, err := c.awsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.bedrock(cfg, m), nil
+	}
+	return nil, fmt.Errorf("models: unknown provider %q (want openai, anthropic or bedrock)", m.Provider)
+}
+
+// retries is the number of retries after the first attempt.
+func (c *Clients) retries() int {
+	switch {
+	case c.MaxRetries == 0:
+		return DefaultMaxRetries
+	case c.MaxRetries < 0:
+		return 0
+	}
+	return c.MaxRetries
+}
+
+// httpClient is the client for the OpenAI and Anthropic SDKs.
+func (c *Clients) httpClient() *http.Client {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
+	}
+	return http.DefaultClient
+}
+
+// awsConfig loads the AWS configuration on first use. A failure is not
+// kept, so a transient one (a credentials file being written, say) does not
+// disable Bedrock for the life of the process.
+func (c *Clients) awsConfig(ctx context.Context) (aws.Config, error) {
+	c.awsMu.Lock()
+	defer c.awsMu.Unlock()
+	if c.awsCfg != nil {
+		return *c.awsCfg, nil
+	}
+	load := c.LoadAWSConfig
+	if load == nil {
+		load = func(ctx context.Context) (aws.Config, error) { return config.LoadDefaultConfig(ctx) }
+	}
+	cfg, err := load(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("models: loading the AWS configuration for bedrock: %w", err)
+	}
+	c.awsCfg = &cfg
+	return cfg, nil
+}

@@ -1,0 +1,206 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// GeneralRole is the role a lookup falls back to.
+const GeneralRole = "general"
+
+// FieldError is one problem in a model table, at a path such as
+// "runtime.models[1].provider".
+type FieldError struct {
+	Path    string
+	Message string
+}
+
+// Error implements error.
+func (e *FieldError) Error() string { return e.Path + ": " + e.Message }
+
+// FieldErrors returns every *FieldError in err, which may be one or a
+// join of several (as [NewTable] returns), in order.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if fe, ok := err.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		walk(errors.Unwrap(err))
+	}
+	walk(err)
+	return out
+}
+
+// Table maps workflow roles to model entries. It is immutable and safe for
+// concurrent use.
+type Table struct {
+	byRole map[string]protocol.Model
+}
+
+// NewTable validates models and indexes them by role. path prefixes the
+// paths of the problems found ("runtime.models" or "RUNNER_MODELS"). On
+// failure it returns every problem, joined with [errors.Join]; list them
+// with [FieldErrors]. Messages never quote an API key, header value or URL.
+func NewTable(path string, models []protocol.Model) (*Table, error) {
+	t := &Table{byRole: make(map[string]protocol.Model, len(models))}
+	var errs []error
+	fail := func(p, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: p, Message: fmt.Sprintf(format, args...)})
+	}
+	firstAt := map[string]int{}
+	for i, m := range models {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case strings.TrimSpace(m.Role) == "":
+			fail(at+".role", "is required")
+		default:
+			if j, dup := firstAt[m.Role]; dup {
+				fail(at+".role", "duplicate role %q (also %s[%d])", m.Role, path, j)
+			} else {
+				firstAt[m.Role] = i
+			}
+		}
+		switch m.Provider {
+		case ProviderOpenAI, ProviderAnthropic, ProviderBedrock:
+		case "":
+			fail(at+".provider", "is required (openai, anthropic or bedrock)")
+		default:
+			fail(at+".provider", "unknown provider %q (want openai, anthropic or bedrock)", m.Provider)
+		}
+		if strings.TrimSpace(m.Model) == "" {
+			fail(at+".model", "is required")
+		}
+		if m.BaseURL != "" {
+			if msg := checkBaseURL(m.BaseURL); msg != "" {
+				fail(at+".baseUrl", "%s", msg)
+			}
+		}
+		if m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2) {
+			fail(at+".temperature", "must be between 0 and 2")
+		}
+		if m.MaxTokens != nil && *m.MaxTokens <= 0 {
+			fail(at+".maxTokens", "must be positive")
+		}
+		names := make([]string, 0, len(m.Headers))
+		for name := range m.Headers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if !validHeaderName(name) {
+				fail(fmt.Sprintf("%s.headers[%q]", at, name), "is not a valid header name")
+			} else if strings.ContainsAny(m.Headers[name], "\r\n\x00") {
+				fail(fmt.Sprintf("%s.headers[%q]", at, name), "value must not contain CR, LF or NUL")
+			}
+		}
+		if _, dup := t.byRole[m.Role]; !dup {
+			t.byRole[m.Role] = m
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return t, nil
+}
+
+// checkBaseURL returns why raw is not a usable base URL, or "".
+func checkBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		// The parse error quotes the URL, which may hold credentials.
+		return "is not a valid URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "must be an http or https URL"
+	case u.Host == "":
+		return "must name a host"
+	case u.RawQuery != "" || u.Fragment != "":
+		return "must not have a query or fragment"
+	}
+	return ""
+}
+
+// validHeaderName reports whether name is an HTTP token (RFC 9110 §5.6.2).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Lookup returns the entry for role: the exact role, else the "general"
+// role, else false.
+func (t *Table) Lookup(role string) (protocol.Model, bool) {
+	if t == nil {
+		return protocol.Model{}, false
+	}
+	if m, ok := t.byRole[role]; ok {
+		return m, true
+	}
+	m, ok := t.byRole[GeneralRole]
+	return m, ok
+}
+
+// Roles returns the table's roles, sorted.
+func (t *Table) Roles() []string {
+	if t == nil {
+		return nil
+	}
+	roles := make([]string, 0, len(t.byRole))
+	for r := range t.byRole {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	return roles
+}
+
+// Secrets returns the table's secret values — API keys and header values —
+// for the engine to redact from events, errors and logs.
+func (t *Table) Secrets() []string {
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, role := range t.Roles() {
+		m := t.byRole[role]
+		if m.APIKey != "" {
+			out = append(out, m.APIKey)
+		}
+		for _, v := range m.Headers {
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+		if u, err := url.Parse(m.BaseURL); err == nil && u.User != nil {
+			if p, ok := u.User.Password(); ok && p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"context"
+	"regexp"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// setKind outputs with.value.
+type setKind struct{}
+
+func (setKind) Prepare(c *Compiler) Step {
+	c.With()
+	return StepFunc(func(_ context.Context, call *Call) (any, error) {
+		return call.WithMap()["value"], nil
+	})
+}
+
+// failKind fails with with.message and with.code (FAILED by default).
+type failKind struct{}
+
+var codePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+func (failKind) Prepare(c *Compiler) Step {
+	c.With()
+	return StepFunc(func(_ context.Context, call *Call) (any, error) {
+		w := call.WithMap()
+		msg, err := stringField(w, "message")
+		if err != nil {
+			return nil, err
+		}
+		code, err := stringField(w, "code")
+		if err != nil {
+			return nil, err
+		}
+		if msg == "" {
+			msg = "failed by a fail node"
+		}
+		if code == "" {
+			code = protocol.CodeFailed
+		} else if !codePattern.MatchString(code) {
+			return nil, Errorf(protocol.CodeExpressionError, "with.code %q must be UPPER_SNAKE_CASE", code)
+		}
+		return nil, &NodeError{Code: code, Message: msg}
+	})
+}

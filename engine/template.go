@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+)
+
+// Template is a JSON value whose strings may hold `${{ expr }}`. It is
+// compiled once, before acceptance, and evaluated per attempt. A string that
+// is exactly one `${{ }}` yields the expression's typed value; mixed text
+// interpolates; `$${{` is a literal `${{`. The zero Template evaluates to nil.
+type Template struct {
+	root tnode
+	refs    []string // nodes referenced anywhere in the template
+	all     bool
+	secrets bool // secrets.NAME is in scope (http request fields)
+}
+
+// IsZero reports whether the template is absent.
+func (t Template) IsZero() bool { return t.root == nil }
+
+type tnode interface {
+	eval(ev *evaluator) (any, error)
+}
+
+type literal struct{ v any }
+
+type typed struct{ e *expression }
+
+type mixed struct {
+	lits  []string // len(lits) == len(exprs)+1
+	exprs []*expression
+}
+
+type object struct {
+	keys []string
+	vals []tnode
+}
+
+type array struct{ elems []tnode }
+
+// compileTemplate compiles a decoded JSON value. path is the JSON path of v
+// in the request, for error details.
+func compileTemplate(path string, v any, sc *exprScope, errs *detailList) Template {
+	t := Template{}
+	t.root = compileNode(path, v, sc, errs, &t)
+	return t
+}
+
+func compileNode(path string, v any, sc *exprScope, errs *detailList, t *Template) tnode {
+	switch v := v.(type) {
+	case string:
+		if !strings.Contains(v, "${{") {
+			return literal{v}
+		}
+		return compileString(path, v, sc, errs, t)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		o := object{keys: keys, vals: make([]tnode, len(keys))}
+		static := true
+		for i, k := range keys {
+			o.vals[i] = compileNode(path+"."+k, v[k], sc, errs, t)
+			if _, ok := o.vals[i].(literal); !ok {
+				static = false
+			}
+		}
+		if static {
+			return literal{v}
+		}
+		return o
+	case []any:
+		a := array{elems: make([]tnode, len(v))}
+		static := true
+		for i, e := range v {
+			a.elems[i] = compileNode(path+"["+strconv.Itoa(i)+"]", e, sc, errs, t)
+			if _, ok := a.elems[i].(literal); !ok {
+				static = false
+			}
+		}
+		if static {
+			return literal{v}
+		}
+		return a
+	}
+	return literal{v}
+}
+
+func compileString(path, s string, sc *exprScope, errs *detailList, t *Template) tnode {
+	var lits []string
+	var exprs []*expression
+	var cur strings.Builder
+	for {
+		i := strings.Index(s, "${{")
+		if i < 0 {
+			cur.WriteString(s)
+			break
+		}
+		if i > 0 && s[i-1] == '$' {
+			cur.WriteString(s[:i-1])
+			cur.WriteString("${{")
+			s = s[i+3:]
+			continue
+		}
+		end := strings.Index(s[i+3:], "}}")
+		if end < 0 {
+			errs.add(path, "unterminated ${{ (missing }})")
+			return literal{s}
+		}
+		cur.WriteString(s[:i])
+		src := strings.TrimSpace(s[i+3 : i+3+end])
+		e, err := compileExpr(src, sc)
+		if err != nil {
+			errs.add(path, "%v", err)
+			return literal{s}
+		}
+		t.note(e)
+		lits = append(lits, cur.String())
+		cur.Reset()
+		exprs = append(exprs, e)
+		s = s[i+3+end+2:]
+	}
+	lits = append(lits, cur.String())
+	if len(exprs) == 0 {
+		return literal{lits[0]}
+	}
+	if len(exprs) == 1 && lits[0] == "" && lits[1] == "" {
+		return typed{exprs[0]}
+	}
+	return mixed{lits: lits, exprs: exprs}
+}
+
+func (t *Template) note(e *expression) {
+	for _, id := range e.refs {
+		if !slices.Contains(t.refs, id) {
+			t.refs = append(t.refs, id)
+		}
+	}
+	t.all = t.all || e.all
+}
+
+// compileWhen compiles a node's `when`, a bare boolean expression.
+func compileWhen(path, src string, sc *exprScope, errs *detailList) *expression {
+	e, err := compileExpr(src, sc, expr.AsBool())
+	if err != nil {
+		errs.add(path, "%v", err)
+		return nil
+	}
+	return e
+}
+
+func (l literal) eval(*evaluator) (any, error) { return l.v, nil }
+
+func (x typed) eval(ev *evaluator) (any, error) { return ev.run(x.e) }
+
+func (m mixed) eval(ev *evaluator) (any, error) {
+	var b strings.Builder
+	for i, e := range m.exprs {
+		b.WriteString(m.lits[i])
+		v, err := ev.run(e)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeInterpolated(&b, v); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString(m.lits[len(m.lits)-1])
+	return b.String(), nil
+}
+
+// writeInterpolated writes v as mixed text shows it: strings as they are,
+// null as nothing, everything else as JSON.
+func writeInterpolated(b *strings.Builder, v any) error {
+	switch v := v.(type) {
+	case nil:
+	case string:
+		b.WriteString(v)
+	default:
+		j, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("cannot interpolate a %T", v)
+		}
+		b.Write(j)
+	}
+	return nil
+}
+
+func (o object) eval(ev *evaluator) (any, error) {
+	out := make(map[string]any, len(o.keys))
+	for i, k := range o.keys {
+		v, err := o.vals[i].eval(ev)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (a array) eval(ev *evaluator) (any, error) {
+	out := make([]any, len(a.elems))
+	for i, e := range a.elems {
+		v, err := e.eval(ev)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,280 @@
+package toolsets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Defaults for [Options].
+const (
+	DefaultClientName    = "lambda-runner"
+	DefaultClientVersion = "1"
+	DefaultTimeout       = 60 * time.Second
+)
+
+// Options configures a [Set].
+type Options struct {
+	// HTTPClient sends every request, with the toolset headers added by a
+	// wrapping transport. Nil means a private client whose connections
+	// Close releases; a client given here stays the caller's, and Close
+	// leaves its idle connections alone.
+	HTTPClient *http.Client
+	// ClientName and ClientVersion are announced to servers as the MCP
+	// client implementation; empty means DefaultClientName and
+	// DefaultClientVersion.
+	ClientName, ClientVersion string
+	// DefaultTimeout bounds each Tools or Call of a toolset without
+	// timeoutMs; zero means DefaultTimeout.
+	DefaultTimeout time.Duration
+}
+
+// Set is the toolsets of one execution: one MCP session per toolset, opened
+// lazily on first use, reused by every later call, and all closed by Close.
+// It is safe for concurrent use.
+type Set struct {
+	client   *mcp.Client
+	toolsets map[string]*toolset
+	// ownTransport is the private transport made when Options.HTTPClient
+	// is nil, whose idle connections Close releases.
+	ownTransport *http.Transport
+
+	// ctx is the parent of every connect, so that Close can abort them.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	// wg counts the goroutines the Set starts (connects, closes of
+	// dropped sessions); Close waits for them. Add is only called under mu
+	// while !closed, so no Add races with Close's Wait.
+	wg sync.WaitGroup
+}
+
+// Tool is a tool a toolset offers. Its schemas are JSON Schema objects, as
+// the server sent them; OutputSchema is nil when the tool has none. A Tool
+// is shared with the Set's cache and must not be modified.
+type Tool struct {
+	Name         string
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+}
+
+// Result is the outcome of a tool call that reached the tool. Content holds
+// the MCP content blocks as JSON ({"type":"text","text":...}, ...), never
+// nil; Structured is the decoded structuredContent, nil when absent. IsError
+// reports a failure the tool itself returned: it is not a Go error, the
+// engine decides what it means.
+type Result struct {
+	Content    []json.RawMessage
+	Structured any
+	IsError    bool
+}
+
+// New returns the Set of the toolsets defs, which must have passed Validate.
+// It dials nothing: a toolset is only connected on its first use.
+func New(defs []protocol.Toolset, opts Options) *Set {
+	if opts.ClientName == "" {
+		opts.ClientName = DefaultClientName
+	}
+	if opts.ClientVersion == "" {
+		opts.ClientVersion = DefaultClientVersion
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = DefaultTimeout
+	}
+	s := &Set{
+		client:   mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}, nil),
+		toolsets: make(map[string]*toolset, len(defs)),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	base := opts.HTTPClient
+	if base == nil {
+		s.ownTransport = http.DefaultTransport.(*http.Transport).Clone()
+		// No Client.Timeout: it would cut long SSE responses; each
+		// operation is bounded by its context instead.
+		base = &http.Client{Transport: s.ownTransport}
+	}
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	for _, d := range defs {
+		timeout := time.Duration(d.TimeoutMs) * time.Millisecond
+		if timeout <= 0 {
+			timeout = opts.DefaultTimeout
+		}
+		hc := *base // keeps the caller's redirect policy and jar
+		hc.Transport = newHeaderTransport(rt, d.URL, d.Headers)
+		s.toolsets[d.Name] = &toolset{
+			set:     s,
+			def:     d,
+			timeout: timeout,
+			http:    &hc,
+			scrub:   newScrubber(d.Headers, d.URL),
+		}
+	}
+	return s
+}
+
+// Has reports whether the Set defines the toolset name.
+func (s *Set) Has(name string) bool {
+	_, ok := s.toolsets[name]
+	return ok
+}
+
+// Tools returns every tool of the toolset, across all pages of the server's
+// list. The list is fetched once per session and then served from memory.
+// The toolset's timeout bounds the whole operation, connect included.
+func (s *Set) Tools(ctx context.Context, toolset string) ([]Tool, error) {
+	t, err := s.lookup(toolset, "")
+	if err != nil {
+		return nil, err
+	}
+	opCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	var tools []Tool
+	err = t.do(opCtx, func(c *conn) (err error) {
+		tools, err = c.listTools(opCtx)
+		return err
+	})
+	if err != nil {
+		return nil, t.fail(ctx, opCtx, "", err)
+	}
+	return tools, nil
+}
+
+// Call calls tool on toolset with args (nil means no argument). The
+// toolset's timeout bounds the whole call, connect included, and cancelling
+// ctx stops it. A result with IsError set is returned as a Result, not as an
+// error; every other failure is an *Error.
+func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]any) (*Result, error) {
+	t, err := s.lookup(toolset, tool)
+	if err != nil {
+		return nil, err
+	}
+	opCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	var res *mcp.CallToolResult
+	err = t.do(opCtx, func(c *conn) (err error) {
+		res, err = c.sess.CallTool(opCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		return err
+	})
+	if err != nil {
+		return nil, t.fail(ctx, opCtx, tool, err)
+	}
+	out, err := convertResult(res)
+	if err != nil {
+		return nil, t.fail(ctx, opCtx, tool, err)
+	}
+	return out, nil
+}
+
+// Close ends every session (telling each server, best effort), aborts
+// connects in progress and releases the private HTTP connections. Calls
+// still running fail. It returns the errors of ending the sessions, as
+// *Error values, which only matter for logs: everything is released either
+// way. Close is idempotent.
+func (s *Set) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	s.cancel()
+	s.wg.Wait() // connects and closes of dropped sessions
+
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, t := range s.toolsets {
+		for _, sess := range t.takeSessions() {
+			// Concurrently: each close may wait for a DELETE.
+			wg.Go(func() {
+				if err := sess.Close(); err != nil {
+					mu.Lock()
+					errs = append(errs, &Error{Toolset: t.def.Name, Message: "closing session: " + t.scrub.scrub(err.Error())})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if s.ownTransport != nil {
+		s.ownTransport.CloseIdleConnections()
+	}
+	return errors.Join(errs...)
+}
+
+// lookup finds a toolset, or fails with an *Error.
+func (s *Set) lookup(name, tool string) (*toolset, error) {
+	t, ok := s.toolsets[name]
+	if !ok {
+		return nil, &Error{Toolset: name, Tool: tool, Message: "no toolset of that name in runtime.toolsets", cause: ErrUnknownToolset}
+	}
+	return t, nil
+}
+
+// goTracked runs f in a goroutine that Close waits for. It reports false,
+// without running f, once the Set is closed.
+func (s *Set) goTracked(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Go(f)
+	return true
+}
+
+// convertResult copies an SDK result into the package's types.
+func convertResult(r *mcp.CallToolResult) (*Result, error) {
+	out := &Result{
+		Content:    make([]json.RawMessage, 0, len(r.Content)),
+		Structured: r.StructuredContent,
+		IsError:    r.IsError,
+	}
+	for i, c := range r.Content {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encoding content block %d: %w", i, err)
+		}
+		out.Content = append(out.Content, b)
+	}
+	return out, nil
+}
+
+// convertTool copies an SDK tool into the package's type.
+func convertTool(t *mcp.Tool) (Tool, error) {
+	out := Tool{Name: t.Name, Description: t.Description}
+	var err error
+	if t.InputSchema != nil {
+		if out.InputSchema, err = json.Marshal(t.InputSchema); err != nil {
+			return Tool{}, fmt.Errorf("encoding the input schema of %q: %w", t.Name, err)
+		}
+	} else {
+		// Models want an object schema; MCP tools without one take none.
+		out.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if t.OutputSchema != nil {
+		if out.OutputSchema, err = json.Marshal(t.OutputSchema); err != nil {
+			return Tool{}, fmt.Errorf("encoding the output schema of %q: %w", t.Name, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"encoding/json"
+)
+
+// document is a workflow document as decoded, after it passed the schema.
+type document struct {
+	ID      string          `json:"id"`
+	Input   json.RawMessage `json:"input"`
+	Nodes   []nodeDoc       `json:"nodes"`
+	Output  json.RawMessage `json:"output"`
+	present map[string]bool
+}
+
+// nodeDoc is one node as written.
+type nodeDoc struct {
+	ID        string         `json:"id"`
+	Type      string         `json:"type"`
+	Needs     []string       `json:"needs"`
+	When      string         `json:"when"`
+	With      map[string]any `json:"with"`
+	Retry     *RetryPolicy   `json:"retry"`
+	TimeoutMs int64          `json:"timeoutMs"`
+	OnError   string         `json:"onError"`
+}
+
+// RetryPolicy says how a failing node is tried again.
+type RetryPolicy struct {
+	MaxAttempts  int     `json:"maxAttempts"`
+	BackoffMs    int64   `json:"backoffMs"`
+	Factor       float64 `json:"factor"`
+	MaxBackoffMs int64   `json:"maxBackoffMs"`
+}
+
+// parseDocument checks raw against the workflow schema and decodes it. path
+// is where the document sits in the request ("workflow",
+// "runtime.workflows[2]").
+func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
+	sch, err := documentSchema()
+	if err != nil {
+		d.add(path, "%v", err)
+		return nil
+	}
+	inst, err := schemaValueRaw(raw)
+	if err != nil {
+		d.add(path, "malformed JSON: %v", err)
+		return nil
+	}
+	if err := sch.Validate(inst); err != nil {
+		schemaDetails(path, err, d)
+		return nil
+	}
+	var doc document
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		d.add(path, "%v", err)
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &fields)
+	doc.present = map[string]bool{}
+	for k := range fields {
+		doc.present[k] = true
+	}
+	return &doc
+}
+
+// parseNodes decodes a sub-graph's nodes (a map node's with.nodes), already
+// checked by the document schema.
+func parseNodes(v any) ([]nodeDoc, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []nodeDoc
+	err = json.Unmarshal(b, &nodes)
+	return nodes, err
+}

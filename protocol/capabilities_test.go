@@ -1,0 +1,108 @@
+package protocol
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+)
+
+var testCapabilities = Capabilities{
+	Version:          Version,
+	ProtocolVersions: []int{1},
+	Runner:           RunnerInfo{Name: "lambda-runner", Version: "0.1.0"},
+	NodeTypes:        []string{"set", "map", "workflow", "model", "agent", "tool", "http", "fail"},
+	Runtime: RuntimeCapabilities{
+		Models:    ModelCapabilities{Providers: []string{"openai", "anthropic", "bedrock"}, Roles: []string{"general"}},
+		Toolsets:  ToolsetCapabilities{Transports: []string{"streamable-http"}},
+		Workflows: true,
+		HTTP:      true,
+		Consent:   "suspend",
+	},
+	Streaming: Streaming{ContentType: ContentTypeNDJSON},
+	Constraints: Constraints{
+		MaxDurationMs:   890000,
+		MemoryMb:        1024,
+		MaxRequestBytes: 6291456,
+		MaxNodes:        200,
+		MaxConcurrency:  8,
+		MaxMapItems:     1000,
+		MaxChildDepth:   4,
+		MaxEventBytes:   262144,
+		MaxOutputBytes:  1048576,
+		MemoryBudget:    536870912,
+	},
+}
+
+func TestCapabilitiesBytes(t *testing.T) {
+	want := `{"version":1,"protocolVersions":[1],` +
+		`"runner":{"name":"lambda-runner","version":"0.1.0"},` +
+		`"nodeTypes":["set","map","workflow","model","agent","tool","http","fail"],` +
+		`"runtime":{"models":{"providers":["openai","anthropic","bedrock"],"roles":["general"]},` +
+		`"toolsets":{"transports":["streamable-http"]},` +
+		`"workflows":true,"http":true,"checkpoints":false,"persistentValues":false,"consent":"suspend"},` +
+		`"streaming":{"contentType":"application/x-ndjson"},` +
+		`"constraints":{"maxDurationMs":890000,"memoryMb":1024,"maxRequestBytes":6291456,"maxNodes":200,` +
+		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxEventBytes":262144,` +
+		`"maxOutputBytes":1048576,"memoryBudgetBytes":536870912}}`
+	if got := marshal(t, testCapabilities); got != want {
+		t.Errorf("capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// TestCapabilitiesKeys pins the key names of every object in the document,
+// so that a renamed or dropped field reads plainly in the failure.
+func TestCapabilitiesKeys(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(marshal(t, testCapabilities)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	rt := member(t, doc, "runtime")
+	tests := []struct {
+		path string
+		obj  map[string]any
+		want []string
+	}{
+		{"(top)", doc, []string{"version", "protocolVersions", "runner", "nodeTypes", "runtime", "streaming", "constraints"}},
+		{"runner", member(t, doc, "runner"), []string{"name", "version"}},
+		{"runtime", rt, []string{"models", "toolsets", "workflows", "http", "checkpoints", "persistentValues", "consent"}},
+		{"runtime.models", member(t, rt, "models"), []string{"providers", "roles"}},
+		{"runtime.toolsets", member(t, rt, "toolsets"), []string{"transports"}},
+		{"streaming", member(t, doc, "streaming"), []string{"contentType"}},
+		{"constraints", member(t, doc, "constraints"), []string{
+			"maxDurationMs", "memoryMb", "maxRequestBytes", "maxNodes", "maxConcurrency",
+			"maxMapItems", "maxChildDepth", "maxEventBytes", "maxOutputBytes", "memoryBudgetBytes",
+		}},
+	}
+	for _, tt := range tests {
+		got := slices.Sorted(maps.Keys(tt.obj))
+		want := slices.Sorted(slices.Values(tt.want))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s keys = %q, want %q", tt.path, got, want)
+		}
+	}
+}
+
+// TestCapabilitiesZeroValue checks that nothing is omitted: a runner without
+// a service says false or 0, and empty lists are still keys.
+func TestCapabilitiesZeroValue(t *testing.T) {
+	want := `{"version":0,"protocolVersions":null,"runner":{"name":"","version":""},"nodeTypes":null,` +
+		`"runtime":{"models":{"providers":null,"roles":null},"toolsets":{"transports":null},` +
+		`"workflows":false,"http":false,"checkpoints":false,"persistentValues":false,"consent":""},` +
+		`"streaming":{"contentType":""},` +
+		`"constraints":{"maxDurationMs":0,"memoryMb":0,"maxRequestBytes":0,"maxNodes":0,"maxConcurrency":0,` +
+		`"maxMapItems":0,"maxChildDepth":0,"maxEventBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0}}`
+	if got := marshal(t, Capabilities{}); got != want {
+		t.Errorf("zero capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// member returns m[key], which must be a JSON object.
+func member(t *testing.T, m map[string]any, key string) map[string]any {
+	t.Helper()
+	o, ok := m[key].(map[string]any)
+	if !ok {
+		t.Fatalf("%q is %T, want an object", key, m[key])
+	}
+	return o
+}
