@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -42,6 +43,10 @@ func (d *detailList) addErr(path string, err error) {
 		for _, e := range j.Unwrap() {
 			d.addErr(path, e)
 		}
+		return
+	}
+	if fe, ok := err.(*permission.FieldError); ok {
+		d.add(fe.Path, "%s", fe.Message)
 		return
 	}
 	if fe, ok := err.(FieldError); ok {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -57,6 +58,8 @@ func New(limits Limits) *Engine {
 	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}}
 	e.Register("set", setKind{})
 	e.Register("fail", failKind{})
+	e.Register("map", mapKind{})
+	e.Register("workflow", workflowKind{})
 	return e
 }
 
@@ -83,6 +86,7 @@ type Execution struct {
 	trace        bool
 	secretValues map[string]any
 	redact       *redactor
+	decider      *permission.Decider
 }
 
 // prep is the state of one Prepare.
@@ -118,10 +122,17 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 			p.childDocs[cd.ID] = cd
 		}
 	}
+	decider, err := permission.New(permission.Config{
+		Permissions:      req.Permissions,
+		ToolPolicies:     req.ToolPolicies,
+		Grants:           req.Authorization.Grants,
+		ConsentAvailable: req.ConsentAvailable,
+	})
+	d.addErr("", err)
 	if doc == nil {
 		return nil, d.err()
 	}
-	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children}
+	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider}
 	x.g = p.compileDocument("workflow", doc)
 	for _, id := range sortedKeys(p.childDocs) {
 		if p.children[id] == nil {

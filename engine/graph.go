@@ -35,6 +35,7 @@ type node struct {
 	retry     RetryPolicy
 	timeout   time.Duration
 	continue_ bool
+	static    []staticAction
 	dynamic   bool     // a template indexes nodes dynamically
 	ancestors []string // set when dynamic
 }

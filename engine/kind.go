@@ -127,6 +127,7 @@ type Call struct {
 	With any
 
 	r  *run
+	gr *graphRun
 	n  *node
 	sc *scope
 }

@@ -27,6 +27,7 @@ type run struct {
 	sink  Sink
 	start time.Time
 	sem   chan struct{}
+	pre   decisions
 
 	nodes  atomic.Int64 // node instances started, for maxNodes
 	budget atomic.Int64 // bytes held in node outputs
@@ -68,18 +69,32 @@ type graphFailure struct {
 func (f *graphFailure) Error() string { return f.nodeID + ": " + f.err.Message }
 func (f *graphFailure) Unwrap() error { return f.err }
 
+// Summary is how an execution ended, for logs and metrics.
+type Summary struct {
+	ExecutionID string
+	Status      string // completed, suspended or failed
+	Nodes       int64
+	Duration    time.Duration
+	Usage       protocol.Usage
+}
+
 // Run executes the workflow, writing node events and exactly one terminal
 // event to sink. The caller has written accepted. Run returns when the
 // terminal event is written; it never panics on a node's behalf.
-func (x *Execution) Run(ctx context.Context, sink Sink) {
+func (x *Execution) Run(ctx context.Context, sink Sink) Summary {
 	r := &run{x: x, id: sink.ExecutionID(), sink: sink, start: time.Now()}
 	r.sem = make(chan struct{}, max(1, x.e.Limits.MaxConcurrency))
 	ctx, cancel := x.deadline(ctx)
 	defer cancel()
 
 	gr := r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0)
-	err := gr.execute(ctx)
-	r.finish(ctx, gr, err)
+	r.preflight(gr)
+	var err error
+	if !r.suspended.Load() {
+		err = gr.execute(ctx)
+	}
+	status := r.finish(ctx, gr, err)
+	return Summary{ExecutionID: r.id, Status: status, Nodes: r.nodes.Load(), Duration: time.Since(r.start), Usage: r.usageSnapshot()}
 }
 
 // deadline derives the execution context: the caller's deadline (the
@@ -100,8 +115,8 @@ func (r *run) newGraphRun(g *graph, sc *scope, prefix string, depth int) *graphR
 	return gr
 }
 
-// finish writes the terminal event.
-func (r *run) finish(ctx context.Context, gr *graphRun, err error) {
+// finish writes the terminal event and returns the execution's status.
+func (r *run) finish(ctx context.Context, gr *graphRun, err error) string {
 	dur := time.Since(r.start).Milliseconds()
 	var f *graphFailure
 	switch {
@@ -110,14 +125,14 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) {
 		s := r.suspensions
 		r.mu.Unlock()
 		_ = r.sink.Finish(&protocol.Result{Status: protocol.StatusSuspended, Output: json.RawMessage("null"), Usage: r.usageSnapshot(), DurationMs: dur, Suspended: s})
-		return
+		return protocol.StatusSuspended
 	case err == nil:
 		out, oerr := gr.output()
 		if oerr == nil {
 			var b []byte
 			if b, oerr = r.marshal(out); oerr == nil {
 				_ = r.sink.Finish(&protocol.Result{Status: protocol.StatusCompleted, Output: b, Usage: r.usageSnapshot(), DurationMs: dur})
-				return
+				return protocol.StatusCompleted
 			}
 		}
 		r.fail("", "workflow output: "+r.x.redact.String(oerr.Error()))
@@ -128,6 +143,7 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) {
 	default:
 		r.fail("", "cancelled: "+r.x.redact.String(err.Error()))
 	}
+	return "failed"
 }
 
 func (r *run) fail(nodeID, msg string) {
@@ -316,6 +332,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 	}
 	backoff := time.Duration(n.retry.BackoffMs) * time.Millisecond
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		out, ne, inner := gr.attempt(ctx, n, id, attempt)
 		if ne == nil {
 			return nodeState{status: statusCompleted, output: out}, nil
@@ -328,7 +345,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 		if dl, ok := ctx.Deadline(); retry && ok && time.Until(dl) < wait {
 			retry = false // the backoff would outlive the execution
 		}
-		gr.emitFailed(n, attempt, 0, ne, retry)
+		gr.emitFailed(n, attempt, time.Since(began).Milliseconds(), ne, retry)
 		if !retry {
 			if inner == "" {
 				inner = id
@@ -373,10 +390,13 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		actx, cancel = context.WithTimeout(ctx, n.timeout)
 	}
 	defer cancel()
-	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, n: n, sc: gr.sc}
+	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, gr: gr, n: n, sc: gr.sc}
 	out, err = n.step.Run(actx, call)
 	dur := time.Since(started).Milliseconds()
 	if err != nil {
+		if errors.Is(err, errRunSuspended) {
+			return nil, &NodeError{Code: statusSuspended}, ""
+		}
 		var s *suspended
 		if errors.As(err, &s) {
 			r.suspend(id, n.typ, s)

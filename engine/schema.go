@@ -130,7 +130,6 @@ func schemaValue(v any) (any, error) {
 	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
 }
 
-
 func schemaValueRaw(raw []byte) (any, error) {
 	return jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 }

@@ -15,7 +15,7 @@ import (
 // is exactly one `${{ }}` yields the expression's typed value; mixed text
 // interpolates; `$${{` is a literal `${{`. The zero Template evaluates to nil.
 type Template struct {
-	root tnode
+	root    tnode
 	refs    []string // nodes referenced anywhere in the template
 	all     bool
 	secrets bool // secrets.NAME is in scope (http request fields)

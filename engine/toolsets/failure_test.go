@@ -43,8 +43,10 @@ func TestCallFailures(t *testing.T) {
 			want: ErrTimeout,
 		},
 		{
-			name:    "caller deadline",
-			ctx:     func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 150*time.Millisecond) },
+			name: "caller deadline",
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 150*time.Millisecond)
+			},
 			toolset: "math", tool: "block",
 			want: context.DeadlineExceeded,
 		},
@@ -176,11 +178,9 @@ func TestConnectFailure(t *testing.T) {
 	dead := httptest.NewServer(nil)
 	dead.Close()
 	// A server that accepts and never answers.
-	blackHole := newTestServer(t, 0, false)
-	blackHole.handler.Store(nil) // see below
-	hang := httptest.NewServer(nil)
-	hang.Config.Handler = blockUntil(blackHole.release)
-	t.Cleanup(func() { hang.CloseClientConnections(); hang.Close() })
+	release := make(chan struct{})
+	hang := httptest.NewServer(blockUntil(release))
+	t.Cleanup(func() { close(release); hang.CloseClientConnections(); hang.Close() })
 
 	tests := []struct {
 		name     string
@@ -207,6 +207,13 @@ func TestConnectFailure(t *testing.T) {
 					t.Errorf("attempt %d: %v is not %v", i, err, tt.wantLast)
 				}
 			}
+			// The last connect may outlive its caller by a hair.
+			waitFor(t, func() bool {
+				ts := set.toolsets["x"]
+				ts.mu.Lock()
+				defer ts.mu.Unlock()
+				return ts.cur == nil
+			})
 			start := time.Now()
 			_, err := set.Call(t.Context(), "x", "add", nil)
 			if !errors.Is(err, ErrUnavailable) || time.Since(start) > 100*time.Millisecond {
@@ -239,9 +246,8 @@ func TestClose(t *testing.T) {
 	}()
 	waitFor(t, func() bool { return srv.count("tools/call") == 1 })
 
-	if err := set.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
+	closed := make(chan error, 1)
+	go func() { closed <- set.Close() }()
 	select {
 	case err := <-inFlight:
 		if !errors.Is(err, ErrClosed) {
@@ -249,6 +255,17 @@ func TestClose(t *testing.T) {
 		}
 	case <-time.After(hangLimit):
 		t.Fatal("the call in flight did not end with Close")
+	}
+	// The SDK's server holds the DELETE until the session's tools return;
+	// let the blocked one go, as a tool would on the cancellation.
+	srv.unblock()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(hangLimit):
+		t.Fatal("Close did not return")
 	}
 	if got := srv.count("DELETE"); got != 2 {
 		t.Errorf("DELETE requests = %d, want 2 (one per session)", got)

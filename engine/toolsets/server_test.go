@@ -26,7 +26,8 @@ type testServer struct {
 	mcp     *mcp.Server
 	opts    mcp.StreamableHTTPOptions
 	handler atomic.Pointer[mcp.StreamableHTTPHandler]
-	release chan struct{} // closed at cleanup: ends the "block" tool
+	release chan struct{} // closed by unblock: ends the "block" tool
+	once    sync.Once
 
 	mu       sync.Mutex
 	requests []recorded
@@ -121,8 +122,13 @@ func (s *testServer) stop() {
 	s.Close()
 }
 
+// unblock ends the calls of the "block" tool, now and to come.
+func (s *testServer) unblock() {
+	s.once.Do(func() { close(s.release) })
+}
+
 func (s *testServer) shutdown() {
-	close(s.release)
+	s.unblock()
 	// Sessions whose client could not say goodbye (the server was gone or
 	// restarted) would outlive the test otherwise.
 	for ss := range s.mcp.Sessions() {
@@ -182,10 +188,18 @@ func asError(t *testing.T, err error) *Error {
 	return e
 }
 
-// blockUntil is a handler that never answers before release is closed or
-// the client goes away.
+// blockUntil is a server that never answers a request before release is
+// closed or the client goes away. It acknowledges notifications, so that
+// the client's goodbye (the cancellation of what it gave up on) is quick.
 func blockUntil(release <-chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.NewDecoder(r.Body).Decode(&msg) == nil && msg.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		select {
 		case <-release:
 		case <-r.Context().Done():

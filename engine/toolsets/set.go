@@ -53,10 +53,11 @@ type Set struct {
 
 	mu     sync.Mutex
 	closed bool
-	// wg counts the goroutines the Set starts (connects, closes of
-	// dropped sessions); Close waits for them. Add is only called under mu
-	// while !closed, so no Add races with Close's Wait.
-	wg sync.WaitGroup
+	// ops counts the Tools and Call in progress, wg the goroutines the Set
+	// starts (connects, closes of dropped sessions); Close waits for both.
+	// Add is only called under mu while !closed, so no Add races with
+	// Close's Wait.
+	ops, wg sync.WaitGroup
 }
 
 // Tool is a tool a toolset offers. Its schemas are JSON Schema objects, as
@@ -141,8 +142,11 @@ func (s *Set) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	opCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
+	opCtx, end, err := s.begin(ctx, t, "")
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	var tools []Tool
 	err = t.do(opCtx, func(c *conn) (err error) {
 		tools, err = c.listTools(opCtx)
@@ -163,8 +167,11 @@ func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]an
 	if err != nil {
 		return nil, err
 	}
-	opCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
+	opCtx, end, err := s.begin(ctx, t, tool)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	var res *mcp.CallToolResult
 	err = t.do(opCtx, func(c *conn) (err error) {
 		res, err = c.sess.CallTool(opCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -181,10 +188,17 @@ func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]an
 }
 
 // Close ends every session (telling each server, best effort), aborts
-// connects in progress and releases the private HTTP connections. Calls
-// still running fail. It returns the errors of ending the sessions, as
-// *Error values, which only matter for logs: everything is released either
-// way. Close is idempotent.
+// connects in progress and releases the private HTTP connections; calls in
+// progress fail at once with ErrClosed, and later ones too. When Close
+// returns, no goroutine or connection of the Set is left.
+//
+// Close is bounded but not instant: the SDK gives each goodbye request
+// (the DELETE ending a session, the cancellation of an aborted request) up
+// to 5 s, and the SDK's own server holds the DELETE until the session's
+// running tools return. Sessions are closed concurrently.
+//
+// It returns the errors of ending the sessions, as *Error values, which only
+// matter for logs: everything is released either way. Close is idempotent.
 func (s *Set) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -195,6 +209,9 @@ func (s *Set) Close() error {
 	s.mu.Unlock()
 
 	s.cancel()
+	// Operations return promptly once their contexts end; then no one uses
+	// the sessions any more.
+	s.ops.Wait()
 	s.wg.Wait() // connects and closes of dropped sessions
 
 	var (
@@ -219,6 +236,28 @@ func (s *Set) Close() error {
 		s.ownTransport.CloseIdleConnections()
 	}
 	return errors.Join(errs...)
+}
+
+// begin starts one operation on t (on tool, empty for listing) and returns
+// its context: ctx bounded by t's timeout and ended by Close, so that Close
+// never waits for a slow server. end must be called when the operation is
+// over.
+func (s *Set) begin(ctx context.Context, t *toolset, tool string) (opCtx context.Context, end func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		e := t.closedError()
+		e.Tool = tool
+		return nil, nil, e
+	}
+	s.ops.Add(1)
+	opCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return opCtx, func() {
+		stop()
+		cancel()
+		s.ops.Done()
+	}, nil
 }
 
 // lookup finds a toolset, or fails with an *Error.

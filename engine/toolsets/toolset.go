@@ -91,20 +91,44 @@ func (t *toolset) acquire(ctx context.Context) (*conn, error) {
 }
 
 // connect opens c's session, bounded by the toolset's timeout and by Close.
+// Its outcome is published as soon as the bound is reached, although the
+// SDK may take longer to clean up (it tells the server about the aborted
+// request); connect waits for that, so Close still waits for it.
 func (t *toolset) connect(c *conn) {
-	defer close(c.ready)
 	ctx, cancel := context.WithTimeout(t.set.ctx, t.timeout)
 	defer cancel()
-	transport := &mcp.StreamableClientTransport{
-		Endpoint:   t.def.URL,
-		HTTPClient: t.http,
-		// Only request/response is needed; see the package documentation.
-		DisableStandaloneSSE: true,
+	type result struct {
+		sess *mcp.ClientSession
+		err  error
 	}
-	sess, err := t.set.client.Connect(ctx, transport, nil)
+	done := make(chan result, 1)
+	go func() {
+		transport := &mcp.StreamableClientTransport{
+			Endpoint:   t.def.URL,
+			HTTPClient: t.http,
+			// Only request/response is needed; see the package documentation.
+			DisableStandaloneSSE: true,
+		}
+		sess, err := t.set.client.Connect(ctx, transport, nil)
+		done <- result{sess, err}
+	}()
 
+	select {
+	case r := <-done:
+		t.connected(ctx, c, r.sess, r.err)
+	case <-ctx.Done():
+		t.connected(ctx, c, nil, ctx.Err())
+		if r := <-done; r.sess != nil {
+			_ = r.sess.Close() // connected too late: nobody is waiting
+		}
+	}
+}
+
+// connected publishes the outcome of c's connect, made under ctx.
+func (t *toolset) connected(ctx context.Context, c *conn, sess *mcp.ClientSession, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer close(c.ready)
 	if err == nil {
 		c.sess = sess
 		t.sessions = append(t.sessions, sess)

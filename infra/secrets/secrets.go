@@ -157,11 +157,12 @@ func (s *Source) Verify(ctx context.Context, token string) error {
 		// A failed refresh leaves the cached set serving until its TTL.
 		return answer(s.set, token)
 	}
-	if c.err == nil {
+	err := c.err
+	if err == nil {
 		// Only a TTL shorter than the refresh itself gets here.
-		c.err = errors.New("token set expired during refresh")
+		err = errors.New("token set expired during refresh")
 	}
-	return fmt.Errorf("secrets: %w: %w", tokens.ErrUnavailable, c.err)
+	return fmt.Errorf("secrets: %w: %w", tokens.ErrUnavailable, err)
 }
 
 // fresh reports whether the cached set is trusted at now; s.mu is held.

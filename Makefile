@@ -1,0 +1,55 @@
+# The team's shared vocabulary: make run | test | build | bench | lint.
+GO        ?= go
+BIN       := bin
+PKGS      := ./...
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+STATICCHECK_VERSION := v0.8.2
+GOBIN     ?= $(shell $(GO) env GOPATH)/bin
+LDFLAGS   := -s -w -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: run test test-short build bench lint tools fuzz clean build-RunnerFunction
+
+## run: the runner as a local HTTP server with a generated dev token
+run:
+	$(GO) run ./functions/runner -dev
+
+## test: the whole suite with the race detector, fuzz seed corpora included
+test: $(BIN)/bootstrap-local
+	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+## build: the Lambda bootstrap (linux/arm64), as SAM deploys it
+build: $(BIN)/bootstrap
+
+$(BIN)/bootstrap: FORCE
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
+
+# The same binary for this machine, run under aws-lambda-rie by the tests.
+$(BIN)/bootstrap-local: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
+
+# sam build calls this target (BuildMethod: makefile).
+build-RunnerFunction:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
+
+## bench: in-process benchmarks (figures as medians of -count runs)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./protocol/ ./engine/ ./functions/ | tee bench.out
+
+## lint: gofmt, go vet, staticcheck
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: run gofmt -w'; exit 1)
+	$(GO) vet $(PKGS)
+	$(GOBIN)/staticcheck $(PKGS)
+
+## tools: what test and lint need beyond Go itself
+tools:
+	$(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+clean:
+	rm -rf $(BIN) bench.out .aws-sam
+
+FORCE:

@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// errRunSuspended ends a composite node whose sub-graph stopped because the
+// execution is suspending; the suspension itself is already recorded.
+var errRunSuspended = errors.New("execution suspended")
+
+// mapKind runs a sub-graph once per item.
+type mapKind struct{}
+
+func (mapKind) composite() bool { return true }
+
+type mapStep struct {
+	sub       *graph
+	output    Template
+	hasOutput bool
+}
+
+func (mapKind) Prepare(c *Compiler) Step {
+	c.With("nodes", "output")
+	raw, _ := c.Raw("nodes")
+	docs, err := parseNodes(raw)
+	if err != nil {
+		c.Errorf("nodes", "%v", err)
+		return nil
+	}
+	sub := c.p.compileGraph(c.Path("nodes"), docs, c.sc, true)
+	if sub == nil {
+		return nil
+	}
+	s := &mapStep{sub: sub}
+	if v, ok := c.Raw("output"); ok {
+		outer := c.sc
+		sc := &exprScope{
+			visible: func(id string) bool { return sub.has(id) || outer.visible(id) },
+			ancestors: func() []string {
+				ids := outer.ancestors()
+				for _, n := range sub.nodes {
+					ids = append(ids, n.id)
+				}
+				return ids
+			},
+			item: true,
+		}
+		s.output = compileTemplate(c.Path("output"), v, sc, c.p.d)
+		s.hasOutput = true
+	}
+	return s
+}
+
+func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
+	w := call.WithMap()
+	items, ok := w["items"].([]any)
+	if !ok {
+		return nil, Errorf(protocol.CodeExpressionError, "with.items must evaluate to an array, got %s", jsonKind(w["items"]))
+	}
+	l := call.r.x.e.Limits
+	if len(items) > l.MaxMapItems {
+		return nil, Errorf(protocol.CodeLimitExceeded, "with.items has %d items, over maxMapItems (%d)", len(items), l.MaxMapItems)
+	}
+	conc := l.MaxConcurrency
+	if v, ok := w["concurrency"]; ok && v != nil {
+		f, isNum := v.(float64)
+		if !isNum || f < 1 || f != float64(int(f)) {
+			return nil, Errorf(protocol.CodeExpressionError, "with.concurrency must be a whole number of at least 1")
+		}
+		conc = min(int(f), l.MaxConcurrency)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make([]any, len(items))
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	slots := make(chan struct{}, max(1, conc))
+loop:
+	for i, item := range items {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			break loop
+		}
+		if call.r.suspended.Load() {
+			<-slots
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			v, err := s.iteration(ctx, call, i, item)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+				cancel()
+			}
+			out[i] = v
+		}()
+	}
+	wg.Wait()
+	switch {
+	case first != nil:
+		return nil, first
+	case call.r.suspended.Load():
+		return nil, errRunSuspended
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (any, error) {
+	sc := &scope{parent: call.sc, input: call.sc.input, exec: call.sc.exec, item: item, index: i, hasItem: true}
+	gr := call.r.newGraphRun(s.sub, sc, call.ID+"["+strconv.Itoa(i)+"].", call.gr.depth)
+	if err := gr.execute(ctx); err != nil {
+		return nil, err
+	}
+	if call.r.suspended.Load() {
+		return nil, errRunSuspended
+	}
+	if !s.hasOutput {
+		return gr.output()
+	}
+	all := make([]string, 0, len(s.sub.nodes))
+	for _, n := range s.sub.nodes {
+		all = append(all, n.id)
+	}
+	return s.output.eval(newEvaluator(sc, s.output, append(all, call.n.ancestors...)))
+}
+
+// workflowKind runs a child workflow from runtime.workflows.
+type workflowKind struct{}
+
+func (workflowKind) composite() bool { return true }
+
+func (workflowKind) Prepare(c *Compiler) Step {
+	c.With()
+	if id, ok := c.Literal("workflow"); ok {
+		if c.p.childDocs[id] == nil {
+			c.Errorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, knownIDs(c.p.childDocs))
+			return nil
+		}
+		c.StaticAction(protocol.ActionWorkflowRun, id)
+	}
+	return StepFunc(runChild)
+}
+
+func knownIDs(m map[string]*document) string {
+	if len(m) == 0 {
+		return " (it is empty)"
+	}
+	return " (it has " + joinQuoted(sortedKeys(m)) + ")"
+}
+
+func joinQuoted(ids []string) string {
+	s := ""
+	for i, id := range ids {
+		if i > 0 {
+			s += ", "
+		}
+		s += strconv.Quote(id)
+	}
+	return s
+}
+
+func runChild(ctx context.Context, call *Call) (any, error) {
+	w := call.WithMap()
+	id, err := stringField(w, "workflow")
+	if err != nil {
+		return nil, err
+	}
+	child := call.r.x.children[id]
+	if child == nil {
+		return nil, Errorf(protocol.CodeFailed, "unknown child workflow %q: not in runtime.workflows", id)
+	}
+	if depth := call.gr.depth + 1; depth > call.r.x.e.Limits.MaxChildDepth {
+		return nil, Errorf(protocol.CodeLimitExceeded, "child workflow %q would nest %d deep, over maxChildDepth (%d)", id, depth, call.r.x.e.Limits.MaxChildDepth)
+	}
+	permit, err := call.Authorize(ctx, protocol.ActionWorkflowRun, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := permit.check(protocol.ActionWorkflowRun, id); err != nil {
+		return nil, err
+	}
+	input := w["input"]
+	if child.inputSchema != nil {
+		if err := validateValue(child.inputSchema, input); err != nil {
+			d := &detailList{}
+			schemaDetails("input", err, d)
+			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %s", id, d.inv.Error())
+		}
+	}
+	sc := &scope{input: input, exec: call.sc.exec}
+	gr := call.r.newGraphRun(child, sc, call.ID+".", call.gr.depth+1)
+	if err := gr.execute(ctx); err != nil {
+		return nil, err
+	}
+	if call.r.suspended.Load() {
+		return nil, errRunSuspended
+	}
+	return gr.output()
+}

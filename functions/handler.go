@@ -1,0 +1,209 @@
+// Package functions serves Runner protocol v1 over HTTP: one http.Handler
+// for GET /v1/capabilities and POST /v1/executions, used alike by the local
+// server, the Lambda function URL (streaming) and API Gateway (buffered).
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/infra/tokens"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// DefaultMaxRequestBytes is Lambda's own request payload limit.
+const DefaultMaxRequestBytes = 6 << 20
+
+// TokenSource checks bearer tokens. Verify returns nil for an accepted
+// token, an error wrapping tokens.ErrUnknown for any other, and an error
+// wrapping tokens.ErrUnavailable when it cannot tell (then the request is
+// refused with 503: fail closed).
+type TokenSource interface {
+	Verify(ctx context.Context, token string) error
+}
+
+// Handler serves the protocol's two routes.
+type Handler struct {
+	// Tokens checks every request's bearer token. Required.
+	Tokens TokenSource
+	// Engine prepares and runs executions. Required.
+	Engine *engine.Engine
+	// Capabilities is served on GET /v1/capabilities.
+	Capabilities protocol.Capabilities
+	// MaxRequestBytes bounds request bodies (DefaultMaxRequestBytes if 0).
+	MaxRequestBytes int64
+	// Logger receives one line per request and per execution: ids, status
+	// and figures, never bodies, tokens or secrets.
+	Logger *slog.Logger
+	// OnExecution, if set, is told how each accepted execution ended (for
+	// metrics).
+	OnExecution func(ctx context.Context, s engine.Summary)
+}
+
+// ServeHTTP authenticates, routes and serves one request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	log := h.logger().With("requestId", requestID(r))
+	defer func() {
+		// No panic escapes a request: before acceptance it is a 500, after
+		// it the engine has already ended the stream (it recovers its own).
+		if p := recover(); p != nil {
+			log.Error("panic serving request", "panic", fmt.Sprint(p))
+			writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "internal error")
+		}
+	}()
+	if err := h.authenticate(r); err != nil {
+		if errors.Is(err, tokens.ErrUnavailable) {
+			log.Error("token source unavailable", "err", err)
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, protocol.CodeUnavailable, "cannot verify credentials right now; try again")
+			return
+		}
+		log.Info("unauthorized", "path", r.URL.Path, "reason", err.Error())
+		w.Header().Set("WWW-Authenticate", `Bearer realm="runner"`)
+		writeError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "missing or invalid bearer token")
+		return
+	}
+	switch r.URL.Path {
+	case protocol.PathCapabilities:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			methodNotAllowed(w, "GET, HEAD")
+			return
+		}
+		w.Header().Set("Content-Type", protocol.ContentTypeJSON)
+		_ = json.NewEncoder(w).Encode(h.Capabilities)
+	case protocol.PathExecutions:
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, "POST")
+			return
+		}
+		h.execute(w, r, log)
+	default:
+		writeError(w, http.StatusNotFound, protocol.CodeNotFound, fmt.Sprintf("no route %s; this runner serves %s and %s", r.URL.Path, protocol.PathCapabilities, protocol.PathExecutions))
+	}
+}
+
+// authenticate checks the bearer token before anything else is read.
+func (h *Handler) authenticate(r *http.Request) error {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return fmt.Errorf("%w: no bearer credentials", tokens.ErrUnknown)
+	}
+	token = strings.TrimSpace(token)
+	if token == "" || strings.ContainsAny(token, " \t") {
+		return fmt.Errorf("%w: malformed bearer credentials", tokens.ErrUnknown)
+	}
+	if h.Tokens == nil {
+		return fmt.Errorf("%w: no token source configured", tokens.ErrUnavailable)
+	}
+	return h.Tokens.Verify(r.Context(), token)
+}
+
+func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logger) {
+	limit := h.MaxRequestBytes
+	if limit <= 0 {
+		limit = DefaultMaxRequestBytes
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidExecution, fmt.Sprintf("request body exceeds %d bytes", limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, protocol.CodeInvalidExecution, "cannot read request body")
+		return
+	}
+	req, err := protocol.DecodeRequest(body)
+	var x *engine.Execution
+	if err == nil {
+		x, err = h.Engine.Prepare(req)
+	}
+	if err != nil {
+		var inv *protocol.Invalid
+		if !errors.As(err, &inv) {
+			inv = protocol.Invalidf("", "%v", err)
+		}
+		log.Info("invalid execution", "problems", len(inv.Details))
+		writeJSON(w, http.StatusBadRequest, inv.Response())
+		return
+	}
+
+	id := newExecutionID()
+	log = log.With("executionId", id)
+	hdr := w.Header()
+	hdr.Set("Content-Type", protocol.ContentTypeNDJSON)
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	ew := protocol.NewWriter(w, id, func() error {
+		err := rc.Flush()
+		if errors.Is(err, http.ErrNotSupported) {
+			return nil // buffered transports (API Gateway) flush at the end
+		}
+		return err
+	})
+	if err := ew.Emit(&protocol.Accepted{}); err != nil {
+		log.Info("client gone before accepted was written")
+		return
+	}
+	sum := x.Run(r.Context(), ew)
+	log.Info("execution finished", "status", sum.Status, "durationMs", sum.Duration.Milliseconds(),
+		"nodes", sum.Nodes, "inputTokens", sum.Usage.InputTokens, "outputTokens", sum.Usage.OutputTokens,
+		"clientGone", ew.Err() != nil)
+	if h.OnExecution != nil {
+		h.OnExecution(r.Context(), sum)
+	}
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Logger
+}
+
+// newExecutionID returns a UUIDv7: unique, and sortable by start time in
+// the operator's logs.
+func newExecutionID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// requestID is the Lambda request id when there is one, else a fresh id.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Amzn-Request-Id"); id != "" {
+		return id
+	}
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 128 {
+		return id
+	}
+	return fmt.Sprintf("local-%d", time.Now().UnixNano())
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, http.StatusMethodNotAllowed, protocol.CodeMethodNotAllowed, "method not allowed; use "+allow)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, protocol.NewErrorResponse(code, msg))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", protocol.ContentTypeJSON)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

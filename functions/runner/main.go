@@ -1,0 +1,135 @@
+// Command runner is the workflow runner: the Lambda bootstrap when run by the
+// Lambda runtime (AWS_LAMBDA_RUNTIME_API set), a plain HTTP server anywhere
+// else. It only wires: configuration, token source, engine and handler.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/runnerd/lambda-runner/functions"
+	"github.com/runnerd/lambda-runner/infra/config"
+	"github.com/runnerd/lambda-runner/infra/tokens"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "runner:", err)
+		os.Exit(1)
+	}
+}
+
+// run is main with its dependencies passed in, so tests can drive it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dev := fs.Bool("dev", false, "local development: generate a random bearer token, print it once, log as text")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		// Leave a tenth of the function's memory to the runtime and the
+		// stack; the GC works harder before Lambda would kill us.
+		debug.SetMemoryLimit(int64(cfg.MemoryMB) << 20 * 9 / 10)
+	}
+	logger := newLogger(cfg, *dev, stderr)
+
+	var devToken string
+	if *dev && len(cfg.Tokens) == 0 && cfg.TokenSecretID == "" {
+		devToken = randomToken()
+		cfg.Tokens = []string{devToken}
+	}
+	src, err := tokenSource(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	h, err := newHandler(ctx, cfg, src, logger)
+	if err != nil {
+		return err
+	}
+	if cfg.Lambda {
+		return serveLambda(ctx, h, cfg, logger)
+	}
+	return serveLocal(ctx, h, cfg, devToken, stdout, logger)
+}
+
+// tokenSource picks Secrets Manager when a secret is configured, else the
+// static tokens, and refuses to start with neither.
+func tokenSource(ctx context.Context, cfg config.Config) (functions.TokenSource, error) {
+	switch {
+	case cfg.TokenSecretID != "":
+		return secretsSource(ctx, cfg)
+	case len(cfg.Tokens) > 0:
+		return tokens.Static{Set: tokens.NewSet(cfg.Tokens...)}, nil
+	}
+	return nil, errors.New("no bearer tokens: set RUNNER_TOKEN_SECRET_ID (Secrets Manager) or RUNNER_TOKENS, or run with -dev for a generated token")
+}
+
+func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken string, stdout io.Writer, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No WriteTimeout: streams last as long as their execution.
+		IdleTimeout: 2 * time.Minute,
+	}
+	base := "http://" + ln.Addr().String()
+	if devToken != "" {
+		fmt.Fprintf(stdout, "runner %s listening on %s\n\n", version, base)
+		fmt.Fprintf(stdout, "dev token (printed once): %s\n\n", devToken)
+		fmt.Fprintf(stdout, "try:\n  export RUNNER_TOKEN=%s\n", devToken)
+		fmt.Fprintf(stdout, "  curl -s -H \"Authorization: Bearer $RUNNER_TOKEN\" %s/v1/capabilities\n", base)
+		fmt.Fprintf(stdout, "  curl -sN -H \"Authorization: Bearer $RUNNER_TOKEN\" --data-binary @examples/hello.json %s/v1/executions\n\n", base)
+	}
+	logger.Info("listening", "addr", base, "version", version)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logger.Info("shutting down")
+	return srv.Shutdown(shutdown)
+}
+
+func newLogger(cfg config.Config, dev bool, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if dev {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "dev_" + base64.RawURLEncoding.EncodeToString(b)
+}

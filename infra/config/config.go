@@ -1,0 +1,177 @@
+// Package config reads the runner's configuration from the environment into
+// one typed value. Nothing else in the runner calls os.Getenv.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Config is every setting of a runner process.
+type Config struct {
+	// Lambda is true under the Lambda runtime (AWS_LAMBDA_RUNTIME_API set).
+	Lambda     bool
+	RuntimeAPI string
+
+	Addr            string        // RUNNER_ADDR: local server address
+	Tokens          []string      // RUNNER_TOKENS: comma-separated bearer tokens
+	TokenSecretID   string        // RUNNER_TOKEN_SECRET_ID: Secrets Manager secret of tokens
+	TokenCacheTTL   time.Duration // RUNNER_TOKEN_CACHE_TTL
+	TokenRefreshGap time.Duration // RUNNER_TOKEN_REFRESH_INTERVAL: min gap of miss-triggered refreshes
+	LogLevel        slog.Level    // RUNNER_LOG_LEVEL
+
+	MemoryMB        int           // AWS_LAMBDA_FUNCTION_MEMORY_SIZE, else RUNNER_MEMORY_MB
+	Timeout         time.Duration // RUNNER_TIMEOUT_SECONDS: the function's configured timeout
+	Reserve         time.Duration // RUNNER_RESERVE_MS: kept back to write the terminal event
+	MaxRequestBytes int64         // RUNNER_MAX_REQUEST_BYTES
+
+	MaxNodes       int   // RUNNER_MAX_NODES
+	MaxConcurrency int   // RUNNER_MAX_CONCURRENCY
+	MaxMapItems    int   // RUNNER_MAX_MAP_ITEMS
+	MaxChildDepth  int   // RUNNER_MAX_CHILD_DEPTH
+	MaxEventBytes  int   // RUNNER_MAX_EVENT_BYTES
+	MaxOutputBytes int64 // RUNNER_MAX_OUTPUT_BYTES
+	MemoryBudget   int64 // RUNNER_MEMORY_BUDGET_BYTES (default: a quarter of MemoryMB)
+
+	Models []protocol.Model // RUNNER_MODELS: the deployment's model table, JSON
+
+	HTTPAllowPrefixes    []netip.Prefix // RUNNER_HTTP_ALLOW_CIDRS: private ranges http nodes may reach
+	HTTPMaxResponseBytes int64          // RUNNER_HTTP_MAX_RESPONSE_BYTES
+	HTTPTimeout          time.Duration  // RUNNER_HTTP_TIMEOUT_MS
+}
+
+// Load reads the configuration through getenv (os.Getenv in main). Every
+// problem is reported, each naming its variable.
+func Load(getenv func(string) string) (Config, error) {
+	r := reader{getenv: getenv}
+	c := Config{
+		RuntimeAPI:      getenv("AWS_LAMBDA_RUNTIME_API"),
+		Addr:            r.str("RUNNER_ADDR", "127.0.0.1:8080"),
+		Tokens:          splitList(getenv("RUNNER_TOKENS")),
+		TokenSecretID:   strings.TrimSpace(getenv("RUNNER_TOKEN_SECRET_ID")),
+		TokenCacheTTL:   r.duration("RUNNER_TOKEN_CACHE_TTL", 5*time.Minute),
+		TokenRefreshGap: r.duration("RUNNER_TOKEN_REFRESH_INTERVAL", 30*time.Second),
+		LogLevel:        r.level("RUNNER_LOG_LEVEL"),
+		Timeout:         time.Duration(r.int("RUNNER_TIMEOUT_SECONDS", 900, 1, 86400)) * time.Second,
+		Reserve:         time.Duration(r.int("RUNNER_RESERVE_MS", 500, 50, 60_000)) * time.Millisecond,
+		MaxRequestBytes: r.int64("RUNNER_MAX_REQUEST_BYTES", 6<<20, 1024),
+		MaxNodes:        r.int("RUNNER_MAX_NODES", 10_000, 1, 1_000_000),
+		MaxConcurrency:  r.int("RUNNER_MAX_CONCURRENCY", 16, 1, 1024),
+		MaxMapItems:     r.int("RUNNER_MAX_MAP_ITEMS", 10_000, 1, 1_000_000),
+		MaxChildDepth:   r.int("RUNNER_MAX_CHILD_DEPTH", 8, 1, 64),
+		MaxEventBytes:   r.int("RUNNER_MAX_EVENT_BYTES", 64<<10, 256, 16<<20),
+
+		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1<<20, 1),
+		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 30_000, 1, 900_000)) * time.Millisecond,
+	}
+	c.Lambda = c.RuntimeAPI != ""
+	c.MemoryMB = r.int("RUNNER_MEMORY_MB", 512, 128, 10240)
+	if getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE") != "" {
+		c.MemoryMB = r.int("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 512, 128, 10240)
+	}
+	c.MemoryBudget = r.int64("RUNNER_MEMORY_BUDGET_BYTES", int64(c.MemoryMB)<<20/4, 1024)
+	c.MaxOutputBytes = r.int64("RUNNER_MAX_OUTPUT_BYTES", min(4<<20, c.MemoryBudget), 256)
+	if c.Reserve >= c.Timeout {
+		r.errs = append(r.errs, fmt.Errorf("RUNNER_RESERVE_MS (%s) must be less than RUNNER_TIMEOUT_SECONDS (%s)", c.Reserve, c.Timeout))
+	}
+	if raw := strings.TrimSpace(getenv("RUNNER_MODELS")); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &c.Models); err != nil {
+			r.errs = append(r.errs, fmt.Errorf("RUNNER_MODELS: must be a JSON array of {role, provider, model, ...}: %v", err))
+		}
+	}
+	for _, s := range splitList(getenv("RUNNER_HTTP_ALLOW_CIDRS")) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			r.errs = append(r.errs, fmt.Errorf("RUNNER_HTTP_ALLOW_CIDRS: %q is not a CIDR prefix", s))
+			continue
+		}
+		c.HTTPAllowPrefixes = append(c.HTTPAllowPrefixes, p)
+	}
+	return c, errors.Join(r.errs...)
+}
+
+// MaxDuration is what an execution may last: the configured timeout less
+// the reserve. Capabilities advertise it as maxDurationMs.
+func (c Config) MaxDuration() time.Duration { return c.Timeout - c.Reserve }
+
+type reader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) int(name string, def, lo, hi int) int {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.errs = append(r.errs, fmt.Errorf("%s: %q must be a whole number from %d to %d", name, v, lo, hi))
+		return def
+	}
+	return n
+}
+
+func (r *reader) int64(name string, def, lo int64) int64 {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo {
+		r.errs = append(r.errs, fmt.Errorf("%s: %q must be a whole number of at least %d", name, v, lo))
+		return def
+	}
+	return n
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.errs = append(r.errs, fmt.Errorf("%s: %q must be a positive duration such as 5m or 30s", name, v))
+		return def
+	}
+	return d
+}
+
+func (r *reader) level(name string) slog.Level {
+	var l slog.Level
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return slog.LevelInfo
+	}
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %q must be debug, info, warn or error", name, v))
+		return slog.LevelInfo
+	}
+	return l
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
