@@ -56,6 +56,10 @@ func (e *Error) Unwrap() error { return e.cause }
 // maxMessageLen bounds an Error's message: server messages can be long.
 const maxMessageLen = 1000
 
+// minQuerySecretLen is the length from which a URL query value is taken
+// for a secret.
+const minQuerySecretLen = 6
+
 // redacted replaces every secret in messages.
 const redacted = "[REDACTED]"
 
@@ -78,11 +82,18 @@ func newScrubber(headers map[string]string, rawURL string) scrubber {
 		}
 	}
 	if u, err := url.Parse(rawURL); err == nil {
-		for _, vs := range u.Query() {
-			raw = append(raw, vs...)
-		}
 		if u.RawQuery != "" {
 			raw = append(raw, u.RawQuery)
+		}
+		// Query values are not declared secrets, but keys often travel
+		// there. Short ones ("v=2") are left alone, as they would mangle
+		// every message and cannot be keys.
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if len(v) >= minQuerySecretLen {
+					raw = append(raw, v)
+				}
+			}
 		}
 	}
 	seen := map[string]bool{}
@@ -93,7 +104,9 @@ func newScrubber(headers map[string]string, rawURL string) scrubber {
 		}
 		fs := []string{v, url.QueryEscape(v), url.PathEscape(v)}
 		if b, err := json.Marshal(v); err == nil {
-			fs = append(fs, string(b[1:len(b)-1]))
+			esc := string(b[1 : len(b)-1])
+			// Some encoders (not Go's) also escape '/'.
+			fs = append(fs, esc, strings.ReplaceAll(esc, "/", `\/`))
 		}
 		for _, f := range fs {
 			if !seen[f] {

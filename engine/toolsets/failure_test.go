@@ -195,6 +195,7 @@ func TestConnectFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			set := newSet(t, protocol.Toolset{Name: "x", URL: tt.url, TimeoutMs: 200})
 			for i := range maxSessions {
+				waitIdle(t, set, "x")
 				start := time.Now()
 				_, err := set.Tools(t.Context(), "x")
 				if d := time.Since(start); d > hangLimit {
@@ -207,13 +208,7 @@ func TestConnectFailure(t *testing.T) {
 					t.Errorf("attempt %d: %v is not %v", i, err, tt.wantLast)
 				}
 			}
-			// The last connect may outlive its caller by a hair.
-			waitFor(t, func() bool {
-				ts := set.toolsets["x"]
-				ts.mu.Lock()
-				defer ts.mu.Unlock()
-				return ts.cur == nil
-			})
+			waitIdle(t, set, "x")
 			start := time.Now()
 			_, err := set.Call(t.Context(), "x", "add", nil)
 			if !errors.Is(err, ErrUnavailable) || time.Since(start) > 100*time.Millisecond {
@@ -320,4 +315,18 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// waitIdle waits until toolset name has no session and no connect in
+// progress: a connect that times out may outlive its caller by a hair, and
+// a caller coming in that instant would wait for it instead of starting the
+// next connect.
+func waitIdle(t *testing.T, set *Set, name string) {
+	t.Helper()
+	ts := set.toolsets[name]
+	waitFor(t, func() bool {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		return ts.cur == nil
+	})
 }
