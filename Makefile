@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 LDFLAGS   := -s -w -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: run test test-short build bench lint tools fuzz clean build-RunnerFunction
+.PHONY: run test test-short build bench bench-lambda lint tools fuzz clean build-RunnerFunction
 
 ## run: the runner as a local HTTP server with a generated dev token
 run:
@@ -38,6 +38,16 @@ build-RunnerFunction:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./protocol/ ./engine/ ./functions/ | tee bench.out
 
+## bench-lambda: Lambda figures: bootstrap sizes (arm64 as deployed, and this
+## machine's), cold start and time to accepted under aws-lambda-rie (medians)
+BENCH_LAMBDA_RUNS ?= 7
+bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
+	@for f in $(BIN)/bootstrap $(BIN)/bootstrap-local; do \
+		wc -c < $$f | awk -v f=$$f '{ printf "size %-22s %9d bytes  %6.2f MB\n", f, $$1, $$1 / 1e6 }'; \
+	done | tee bench-lambda.out
+	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -run '^$$' -bench Lambda \
+		-benchtime $(BENCH_LAMBDA_RUNS)x -count 1 -timeout 10m ./functions/runner/ | tee -a bench-lambda.out
+
 ## lint: gofmt, go vet, staticcheck
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: run gofmt -w'; exit 1)
@@ -50,6 +60,6 @@ tools:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 clean:
-	rm -rf $(BIN) bench.out .aws-sam
+	rm -rf $(BIN) bench.out bench-lambda.out .aws-sam
 
 FORCE:

@@ -3,7 +3,10 @@ package engine
 import (
 	"fmt"
 
+	"github.com/runnerd/lambda-runner/engine/egress"
+	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/permission"
+	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -45,7 +48,19 @@ func (d *detailList) addErr(path string, err error) {
 		}
 		return
 	}
-	if fe, ok := err.(*permission.FieldError); ok {
+	// The adapters' own field errors carry the request path they found the
+	// problem at, and messages already free of secrets.
+	switch fe := err.(type) {
+	case *permission.FieldError:
+		d.add(fe.Path, "%s", fe.Message)
+		return
+	case *models.FieldError:
+		d.add(fe.Path, "%s", fe.Message)
+		return
+	case *toolsets.FieldError:
+		d.add(fe.Path, "%s", fe.Message)
+		return
+	case *egress.FieldError:
 		d.add(fe.Path, "%s", fe.Message)
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/egress"
+	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -49,17 +51,26 @@ type Engine struct {
 	Limits Limits
 	// Logger receives decisions and failures, never bodies or secrets.
 	Logger *slog.Logger
+	// Services configures the runtime services of model, agent, tool and
+	// http nodes; its zero value means nothing configured.
+	Services Services
 
 	kinds map[string]Kind
+	// defaultClients serves model calls when Services.Models is nil.
+	defaultClients *models.Clients
 }
 
 // New returns an engine with the built-in node types.
 func New(limits Limits) *Engine {
-	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}}
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}}
 	e.Register("set", setKind{})
 	e.Register("fail", failKind{})
 	e.Register("map", mapKind{})
 	e.Register("workflow", workflowKind{})
+	e.Register("model", modelKind{})
+	e.Register("agent", agentKind{})
+	e.Register("tool", toolKind{})
+	e.Register("http", httpKind{})
 	return e
 }
 
@@ -87,6 +98,8 @@ type Execution struct {
 	secretValues map[string]any
 	redact       *redactor
 	decider      *permission.Decider
+	models       *models.Table  // runtime.models, else the deployment's
+	http         *egress.Client // this execution's, released by Run
 }
 
 // prep is the state of one Prepare.
@@ -98,6 +111,7 @@ type prep struct {
 	childDocs   map[string]*document
 	children    map[string]*graph
 	nodes       int
+	svc         prepServices
 }
 
 // Prepare checks an execution request before acceptance. The error is a
@@ -129,10 +143,11 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 		ConsentAvailable: req.ConsentAvailable,
 	})
 	d.addErr("", err)
+	p.prepareServices()
 	if doc == nil {
 		return nil, d.err()
 	}
-	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider}
+	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http}
 	x.g = p.compileDocument("workflow", doc)
 	for _, id := range sortedKeys(p.childDocs) {
 		if p.children[id] == nil {
@@ -149,7 +164,9 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 	for name, s := range req.Runtime.HTTP.Secrets {
 		x.secretValues[name] = s.Value
 	}
-	x.redact = newRedactor(secretsOf(req))
+	// The deployment's model keys too: a provider may echo them, and the
+	// table serves every execution that brings no runtime.models.
+	x.redact = newRedactor(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
 	return x, nil
 }
 
@@ -161,11 +178,8 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 	}
 	g.id = doc.ID
 	if len(doc.Input) > 0 && string(doc.Input) != "null" {
-		raw, err := schemaValueRaw(doc.Input)
-		if err == nil {
-			g.inputSchema, err = compileSchema(raw)
-		}
-		if err != nil {
+		var err error
+		if g.inputSchema, err = compileSchemaText(doc.Input); err != nil {
 			p.d.add(path+".input", "invalid JSON Schema: %v", firstLine(err.Error()))
 		}
 	}

@@ -59,6 +59,11 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 	switch {
 	case execCtx.Err() != nil && errors.Is(context.Cause(execCtx), errDeadline):
 		return &NodeError{Code: protocol.CodeDeadlineExceeded, Message: "execution deadline exceeded", Err: err}
+	case execCtx.Err() != nil && errors.Is(context.Cause(execCtx), context.DeadlineExceeded):
+		// Inside a map or child workflow, execCtx is the sub-graph's: the
+		// enclosing node's timeoutMs ended it, which is a timeout, not a
+		// cancellation.
+		return &NodeError{Code: protocol.CodeTimeout, Message: "enclosing node timed out", Err: err}
 	case execCtx.Err() != nil:
 		return &NodeError{Code: protocol.CodeCancelled, Message: "cancelled", Err: err}
 	case attemptCtx.Err() != nil && errors.Is(attemptCtx.Err(), context.DeadlineExceeded):

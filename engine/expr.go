@@ -32,6 +32,11 @@ type expression struct {
 	prog *vm.Program
 	refs []string // nodes.<id> referenced by name
 	all  bool     // nodes indexed dynamically: every visible node is needed
+	// secretRefs are the secrets.<name> referenced by name and allSecrets
+	// is set when secrets is used otherwise (indexed dynamically, passed
+	// whole): an http node binds the host-bound ones to its request.
+	secretRefs []string
+	allSecrets bool
 }
 
 // compileExpr compiles src once and checks its names against sc. The error
@@ -40,7 +45,7 @@ func compileExpr(src string, sc *exprScope, opts ...expr.Option) (*expression, e
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("empty expression")
 	}
-	prog, err := expr.Compile(src, opts...)
+	prog, err := compileProgram(src, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %s", src, firstLine(err.Error()))
 	}
@@ -73,6 +78,12 @@ func compileExpr(src string, sc *exprScope, opts ...expr.Option) (*expression, e
 		}
 	}
 	e.all = c.nodesUses > len(c.nodeRefs)
+	for _, name := range c.secretRefs {
+		if !slices.Contains(e.secretRefs, name) {
+			e.secretRefs = append(e.secretRefs, name)
+		}
+	}
+	e.allSecrets = c.secretUses > len(c.secretRefs)
 	if sc.secrets != nil {
 		for _, name := range c.secretRefs {
 			if !sc.secrets[name] {
@@ -106,6 +117,7 @@ type refCollector struct {
 	nodeRefs   []string
 	nodesUses  int
 	secretRefs []string
+	secretUses int
 }
 
 func (c *refCollector) Visit(n *ast.Node) {
@@ -114,8 +126,11 @@ func (c *refCollector) Visit(n *ast.Node) {
 		if !slices.Contains(c.roots, v.Value) {
 			c.roots = append(c.roots, v.Value)
 		}
-		if v.Value == "nodes" {
+		switch v.Value {
+		case "nodes":
 			c.nodesUses++
+		case "secrets":
+			c.secretUses++
 		}
 	case *ast.VariableDeclaratorNode:
 		c.lets = append(c.lets, v.Name)

@@ -239,21 +239,24 @@ func cyclePath(g *graph, cycle []int) string {
 	return strings.Join(names, " needs ")
 }
 
+// normalizeRetry returns the policy in force. Absent fields were already
+// filled from DefaultRetry when the document was decoded, so zero backoffs
+// here are explicit and kept.
 func normalizeRetry(r *RetryPolicy) RetryPolicy {
-	out := RetryPolicy{MaxAttempts: 1, BackoffMs: 200, Factor: 2, MaxBackoffMs: 10_000}
+	out := DefaultRetry
 	if r == nil {
 		return out
 	}
 	if r.MaxAttempts > 0 {
 		out.MaxAttempts = r.MaxAttempts
 	}
-	if r.BackoffMs > 0 {
+	if r.BackoffMs >= 0 {
 		out.BackoffMs = r.BackoffMs
 	}
 	if r.Factor >= 1 {
 		out.Factor = r.Factor
 	}
-	if r.MaxBackoffMs > 0 {
+	if r.MaxBackoffMs >= 0 {
 		out.MaxBackoffMs = r.MaxBackoffMs
 	}
 	return out

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
+	"reflect"
 	"strconv"
 	"sync"
 
@@ -26,6 +28,13 @@ type mapStep struct {
 
 func (mapKind) Prepare(c *Compiler) Step {
 	c.With("nodes", "output")
+	// A literal array is known now: refuse it before acceptance rather than
+	// fail the execution later.
+	if lit, ok := c.Raw("items"); ok {
+		if a, isArr := lit.([]any); isArr && len(a) > c.p.e.Limits.MaxMapItems {
+			c.Errorf("items", "%d items, over maxMapItems (%d)", len(a), c.p.e.Limits.MaxMapItems)
+		}
+	}
 	raw, _ := c.Raw("nodes")
 	docs, err := parseNodes(raw)
 	if err != nil {
@@ -58,7 +67,7 @@ func (mapKind) Prepare(c *Compiler) Step {
 
 func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
-	items, ok := w["items"].([]any)
+	items, ok := asArray(w["items"])
 	if !ok {
 		return nil, Errorf(protocol.CodeExpressionError, "with.items must evaluate to an array, got %s", jsonKind(w["items"]))
 	}
@@ -68,11 +77,11 @@ func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 	}
 	conc := l.MaxConcurrency
 	if v, ok := w["concurrency"]; ok && v != nil {
-		f, isNum := v.(float64)
-		if !isNum || f < 1 || f != float64(int(f)) {
+		n, isInt := asInt(v)
+		if !isInt || n < 1 {
 			return nil, Errorf(protocol.CodeExpressionError, "with.concurrency must be a whole number of at least 1")
 		}
-		conc = min(int(f), l.MaxConcurrency)
+		conc = min(n, l.MaxConcurrency)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -118,6 +127,40 @@ loop:
 		return nil, ctx.Err()
 	}
 	return out, nil
+}
+
+// asArray accepts what an items expression may yield: a JSON array, or a
+// typed slice, which expr-lang builds for ranges (1..3) and some builtins.
+func asArray(v any) ([]any, bool) {
+	if a, ok := v.([]any); ok {
+		return a, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, false
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, true
+}
+
+// asInt accepts a whole number as JSON decodes it (float64) or as expr-lang
+// computes it (int).
+func asInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
+			return 0, false
+		}
+		return int(n), true
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	}
+	return 0, false
 }
 
 func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (any, error) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -32,6 +33,7 @@ type run struct {
 	nodes  atomic.Int64 // node instances started, for maxNodes
 	budget atomic.Int64 // bytes held in node outputs
 	usage  usageCounters
+	svc    *runServices // models, toolsets and http of this execution
 
 	mu          sync.Mutex
 	suspensions []protocol.Suspension
@@ -84,6 +86,10 @@ type Summary struct {
 func (x *Execution) Run(ctx context.Context, sink Sink) Summary {
 	r := &run{x: x, id: sink.ExecutionID(), sink: sink, start: time.Now()}
 	r.sem = make(chan struct{}, max(1, x.e.Limits.MaxConcurrency))
+	// Services live as long as the run: opened now, closed after the
+	// terminal event (defers run after the Summary below is built).
+	r.svc = x.openServices()
+	defer r.closeServices(ctx)
 	ctx, cancel := x.deadline(ctx)
 	defer cancel()
 
@@ -136,7 +142,11 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) string {
 			}
 		}
 		r.fail("", "workflow output: "+r.x.redact.String(oerr.Error()))
-	case errors.As(err, &f):
+	case errors.As(err, &f) && f.err.Code == protocol.CodeDeadlineExceeded:
+		// The node did not fail on its own: the execution ran out of time
+		// while it ran. Say that, as when no node was running.
+		r.fail(f.nodeID, "deadline exceeded")
+	case f != nil:
 		r.fail(f.nodeID, fmt.Sprintf("node %s failed: %s: %s", f.nodeID, f.err.Code, r.x.redact.String(f.err.Message)))
 	case errors.Is(context.Cause(ctx), errDeadline):
 		r.fail("", "deadline exceeded")
@@ -156,7 +166,7 @@ func (r *run) usageSnapshot() protocol.Usage {
 		OutputTokens: r.usage.outputTokens.Load(),
 		ModelCalls:   r.usage.modelCalls.Load(),
 		ToolCalls:    r.usage.toolCalls.Load(),
-		HTTPRequests: r.usage.httpRequests.Load(),
+		HTTPRequests: r.usage.httpRequests.Load() + r.svc.httpRequests(),
 	}
 }
 
@@ -186,10 +196,28 @@ func (r *run) traced(v any) json.RawMessage {
 		b, _ = json.Marshal(map[string]any{"$unencodable": err.Error()})
 	}
 	if limit := r.x.e.Limits.MaxEventBytes; limit > 0 && len(b) > limit {
-		preview := string(b[:min(len(b), limit/2)])
-		b, _ = json.Marshal(map[string]any{"$truncated": true, "bytes": len(b), "preview": preview})
+		b = truncated(b, limit)
 	}
 	return b
+}
+
+// truncated is the marker that replaces a traced value of more than limit
+// bytes: {"$truncated":true,"bytes":N,"preview":"<start of the JSON>"}. The
+// preview is cut on a character boundary and shrunk until the marker itself
+// fits in limit, since escaping can make it longer than the bytes it shows.
+func truncated(b []byte, limit int) json.RawMessage {
+	n := min(len(b), limit/2)
+	for {
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		m, _ := json.Marshal(map[string]any{"$truncated": true, "bytes": len(b), "preview": string(b[:n])})
+		if len(m) <= limit || n == 0 {
+			return m
+		}
+		n -= max(1, (len(m)-limit+1)/2)
+		n = max(n, 0)
+	}
 }
 
 type result struct {
@@ -217,6 +245,11 @@ func (gr *graphRun) execute(ctx context.Context) error {
 	done := make(chan result)
 	running := 0
 	var failure *graphFailure
+	// runnable holds nodes that passed their gate and wait for a slot of
+	// the execution's concurrency. They get a goroutine only with a slot:
+	// a wide graph would otherwise park one goroutine (and its stack) per
+	// node on the semaphore, which is most of the memory of 10,000 nodes.
+	var runnable []int
 	ended := func(i int) {
 		for _, k := range g.nodes[i].dependent {
 			if remaining[k]--; remaining[k] == 0 {
@@ -224,6 +257,14 @@ func (gr *graphRun) execute(ctx context.Context) error {
 			}
 		}
 	}
+	start := func(i int) {
+		running++
+		go func() {
+			st, f := gr.runNode(ctx, i)
+			done <- result{i: i, state: st, fail: f}
+		}()
+	}
+	sem := gr.r.sem
 	for {
 		for len(ready) > 0 && failure == nil && ctx.Err() == nil && !gr.r.suspended.Load() {
 			i := ready[0]
@@ -238,23 +279,44 @@ func (gr *graphRun) execute(ctx context.Context) error {
 				ended(i)
 				continue
 			}
-			running++
-			go func() {
-				st, f := gr.runNode(ctx, i)
-				done <- result{i: i, state: st, fail: f}
-			}()
+			if g.nodes[i].composite {
+				// Composites take no slot: their inner nodes do.
+				start(i)
+				continue
+			}
+			runnable = append(runnable, i)
 		}
-		if running == 0 {
+		if failure != nil || ctx.Err() != nil || gr.r.suspended.Load() {
+			runnable = nil // start nothing new
+		}
+		for len(runnable) > 0 && trySend(sem) {
+			start(runnable[0])
+			runnable = runnable[1:]
+		}
+		if running == 0 && len(runnable) == 0 {
 			break
 		}
-		res := <-done
-		running--
-		gr.record(res.i, res.state)
-		if res.state.status == statusFailed && !g.nodes[res.i].continue_ && failure == nil {
-			failure = res.fail
-			cancel()
+		// Wait for a node to end or, when nodes wait for one, for a slot
+		// or the end of the context.
+		var slot chan struct{}
+		var stop <-chan struct{}
+		if len(runnable) > 0 {
+			slot, stop = sem, ctx.Done()
 		}
-		ended(res.i)
+		select {
+		case res := <-done:
+			running--
+			gr.record(res.i, res.state)
+			if res.state.status == statusFailed && !g.nodes[res.i].continue_ && failure == nil {
+				failure = res.fail
+				cancel()
+			}
+			ended(res.i)
+		case slot <- struct{}{}:
+			start(runnable[0])
+			runnable = runnable[1:]
+		case <-stop:
+		}
 	}
 	if failure != nil {
 		return failure
@@ -305,11 +367,25 @@ func (gr *graphRun) gate(i int) (nodeState, bool) {
 	return nodeState{status: statusSkipped}, true
 }
 
-// runNode runs a node's attempts. It is called on its own goroutine.
+// trySend takes a slot of sem if one is free, without waiting.
+func trySend(sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// runNode runs a node's attempts. It is called on its own goroutine, with a
+// slot of the execution's concurrency taken for it unless it is composite.
 func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphFailure) {
 	n := gr.g.nodes[i]
 	r := gr.r
 	id := gr.prefix + n.id
+	if !n.composite {
+		defer func() { <-r.sem }() // the slot execute took for it
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			ne := &NodeError{Code: protocol.CodeFailed, Message: fmt.Sprintf("internal error in %s node: %v", n.typ, p)}
@@ -321,16 +397,9 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 		gr.emitFailed(n, 1, 0, ne, false)
 		return nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 	}
-	if !n.composite {
-		select {
-		case r.sem <- struct{}{}:
-			defer func() { <-r.sem }()
-		case <-ctx.Done():
-			ne := classify(ctx.Err(), ctx, ctx)
-			return nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
-		}
-	}
-	backoff := time.Duration(n.retry.BackoffMs) * time.Millisecond
+	// maxBackoffMs caps every wait, the first one included.
+	maxBackoff := time.Duration(n.retry.MaxBackoffMs) * time.Millisecond
+	backoff := min(time.Duration(n.retry.BackoffMs)*time.Millisecond, maxBackoff)
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
 		out, ne, inner := gr.attempt(ctx, n, id, attempt)
@@ -358,9 +427,11 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 		case <-ctx.Done():
 			t.Stop()
 			ne := classify(ctx.Err(), ctx, ctx)
+			// The last event said retrying:true; say the retry is off.
+			gr.emitFailed(n, attempt, 0, ne, false)
 			return nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 		}
-		backoff = min(time.Duration(float64(backoff)*n.retry.Factor), time.Duration(n.retry.MaxBackoffMs)*time.Millisecond)
+		backoff = min(time.Duration(float64(backoff)*n.retry.Factor), maxBackoff)
 	}
 }
 
@@ -391,7 +462,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	}
 	defer cancel()
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, gr: gr, n: n, sc: gr.sc}
-	out, err = n.step.Run(actx, call)
+	out, err = runStep(actx, n, call)
 	dur := time.Since(started).Milliseconds()
 	if err != nil {
 		if errors.Is(err, errRunSuspended) {
@@ -415,6 +486,18 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	}
 	_ = r.sink.Emit(&protocol.NodeCompleted{NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out)})
 	return out, nil, ""
+}
+
+// runStep runs one attempt of a Step and turns a panic into the attempt's
+// failure, so that a started node still ends with node.failed (the recover
+// in runNode only keeps the goroutine alive and cannot emit it).
+func runStep(ctx context.Context, n *node, call *Call) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, &NodeError{Code: protocol.CodeFailed, Message: fmt.Sprintf("internal error in %s node: %v", n.typ, p)}
+		}
+	}()
+	return n.step.Run(ctx, call)
 }
 
 func (gr *graphRun) emitFailed(n *node, attempt int, dur int64, ne *NodeError, retrying bool) {

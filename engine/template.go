@@ -1,13 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/expr-lang/expr"
 )
 
 // Template is a JSON value whose strings may hold `${{ expr }}`. It is
@@ -19,6 +18,10 @@ type Template struct {
 	refs    []string // nodes referenced anywhere in the template
 	all     bool
 	secrets bool // secrets.NAME is in scope (http request fields)
+	// secretRefs and allSecrets gather the secrets the template's
+	// expressions use (see expression).
+	secretRefs []string
+	allSecrets bool
 }
 
 // IsZero reports whether the template is absent.
@@ -74,7 +77,13 @@ func compileNode(path string, v any, sc *exprScope, errs *detailList, t *Templat
 			}
 		}
 		if static {
-			return literal{v}
+			// The compiled literals, not v: an escaped $${{ is already
+			// unescaped in them.
+			m := make(map[string]any, len(keys))
+			for i, k := range keys {
+				m[k] = o.vals[i].(literal).v
+			}
+			return literal{m}
 		}
 		return o
 	case []any:
@@ -87,7 +96,11 @@ func compileNode(path string, v any, sc *exprScope, errs *detailList, t *Templat
 			}
 		}
 		if static {
-			return literal{v}
+			vals := make([]any, len(a.elems))
+			for i, e := range a.elems {
+				vals[i] = e.(literal).v
+			}
+			return literal{vals}
 		}
 		return a
 	}
@@ -145,11 +158,17 @@ func (t *Template) note(e *expression) {
 		}
 	}
 	t.all = t.all || e.all
+	for _, name := range e.secretRefs {
+		if !slices.Contains(t.secretRefs, name) {
+			t.secretRefs = append(t.secretRefs, name)
+		}
+	}
+	t.allSecrets = t.allSecrets || e.allSecrets
 }
 
 // compileWhen compiles a node's `when`, a bare boolean expression.
 func compileWhen(path, src string, sc *exprScope, errs *detailList) *expression {
-	e, err := compileExpr(src, sc, expr.AsBool())
+	e, err := compileExpr(src, sc, whenOptions...)
 	if err != nil {
 		errs.add(path, "%v", err)
 		return nil
@@ -185,11 +204,15 @@ func writeInterpolated(b *strings.Builder, v any) error {
 	case string:
 		b.WriteString(v)
 	default:
-		j, err := json.Marshal(v)
-		if err != nil {
+		// Text is read by people and models: keep <, > and & as they are
+		// rather than as \u003c escapes (the event writer does the same).
+		var j bytes.Buffer
+		enc := json.NewEncoder(&j)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
 			return fmt.Errorf("cannot interpolate a %T", v)
 		}
-		b.Write(j)
+		b.Write(bytes.TrimSuffix(j.Bytes(), []byte("\n")))
 	}
 	return nil
 }

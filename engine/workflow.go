@@ -33,6 +33,22 @@ type RetryPolicy struct {
 	MaxBackoffMs int64   `json:"maxBackoffMs"`
 }
 
+// DefaultRetry is the policy a node's retry object starts from: the fields
+// it leaves out keep these values.
+var DefaultRetry = RetryPolicy{MaxAttempts: 1, BackoffMs: 200, Factor: 2, MaxBackoffMs: 10_000}
+
+// UnmarshalJSON fills the fields a document leaves out from DefaultRetry, so
+// that an explicit "backoffMs": 0 (retry at once) is told from an absent one.
+func (p *RetryPolicy) UnmarshalJSON(b []byte) error {
+	type plain RetryPolicy
+	v := plain(DefaultRetry)
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = RetryPolicy(v)
+	return nil
+}
+
 // parseDocument checks raw against the workflow schema and decodes it. path
 // is where the document sits in the request ("workflow",
 // "runtime.workflows[2]").

@@ -72,7 +72,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "missing or invalid bearer token")
 		return
 	}
-	switch r.URL.Path {
+	switch routePath(r.URL.Path) {
 	case protocol.PathCapabilities:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			methodNotAllowed(w, "GET, HEAD")
@@ -89,6 +89,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, protocol.CodeNotFound, fmt.Sprintf("no route %s; this runner serves %s and %s", r.URL.Path, protocol.PathCapabilities, protocol.PathExecutions))
 	}
+}
+
+// routePath collapses leading slashes: a base URL kept with its trailing
+// slash (a function URL ends with "/") joined with "/v1/..." asks for
+// "//v1/...", which still means that route.
+func routePath(p string) string {
+	if strings.HasPrefix(p, "//") {
+		return "/" + strings.TrimLeft(p, "/")
+	}
+	return p
 }
 
 // authenticate checks the bearer token before anything else is read.

@@ -126,6 +126,9 @@ func (p *anthropicProvider) params(req Request) (anthropic.MessageNewParams, err
 			}
 		case RoleTool:
 			result := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			if m.IsError {
+				result.IsError = anthropic.Bool(true)
+			}
 			if m.Content != "" {
 				result.Content = []anthropic.ToolResultBlockParamContentUnion{
 					{OfText: &anthropic.TextBlockParam{Text: m.Content}},

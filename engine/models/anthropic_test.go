@@ -69,14 +69,16 @@ func TestAnthropicMessages(t *testing.T) {
 	if !strings.HasPrefix(system, "You are terse.\n\n") || !strings.Contains(system, `"answer"`) {
 		t.Errorf("system = %q, want the prompt then the JSON Schema instruction", system)
 	}
-	// The tool result and the next user text share one user turn: the API
+	// The tool results and the next user text share one user turn: the API
 	// wants turns to alternate.
 	wantMessages := `[
 	 {"role":"user","content":[{"type":"text","text":"Weather in Paris?"}]},
 	 {"role":"assistant","content":[{"type":"text","text":"Checking."},
-	   {"type":"tool_use","id":"call_1","name":"weather","input":{"city":"Paris","days":2}}]},
+	   {"type":"tool_use","id":"call_1","name":"weather","input":{"city":"Paris","days":2}},
+	   {"type":"tool_use","id":"call_9","name":"weather","input":{"city":"Atlantis"}}]},
 	 {"role":"user","content":[
 	   {"type":"tool_result","tool_use_id":"call_1","content":[{"type":"text","text":"18C"}]},
+	   {"type":"tool_result","tool_use_id":"call_9","is_error":true,"content":[{"type":"text","text":"unknown city"}]},
 	   {"type":"text","text":"Thanks. And Rome?"}]}]`
 	if !jsonEqual(t, body["messages"], wantMessages) {
 		t.Errorf("messages = %v\nwant %s", body["messages"], wantMessages)

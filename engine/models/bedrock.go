@@ -148,10 +148,14 @@ func (p *bedrockProvider) input(req Request) (*bedrockruntime.ConverseInput, err
 				turns = appendTurn(turns, false, types.ContentBlock(&types.ContentBlockMemberText{Value: m.Content}))
 			}
 		case RoleTool:
-			turns = appendTurn(turns, false, types.ContentBlock(&types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
+			result := types.ToolResultBlock{
 				ToolUseId: aws.String(m.ToolCallID),
 				Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: m.Content}},
-			}}))
+			}
+			if m.IsError {
+				result.Status = types.ToolResultStatusError
+			}
+			turns = appendTurn(turns, false, types.ContentBlock(&types.ContentBlockMemberToolResult{Value: result}))
 		case RoleAssistant:
 			var blocks []types.ContentBlock
 			if m.Content != "" {
@@ -258,8 +262,10 @@ func (p *bedrockProvider) error(ctx context.Context, err error) error {
 		}
 		return p.scrub.newError(ProviderBedrock, status, orStatusText(msg, status))
 	}
+	// A reply that arrived but could not be read; a failed send has a
+	// ResponseError too, with status 0.
 	var de *smithy.DeserializationError
-	if re != nil || errors.As(err, &de) {
+	if errors.As(err, &de) || (re != nil && re.Response != nil && re.HTTPStatusCode() != 0) {
 		return p.scrub.newError(ProviderBedrock, 0, "malformed response: "+err.Error())
 	}
 	return p.scrub.newError(ProviderBedrock, 0, "request failed: "+err.Error())

@@ -96,9 +96,11 @@ func TestBedrockConverse(t *testing.T) {
 	wantMessages := `[
 	 {"role":"user","content":[{"text":"Weather in Paris?"}]},
 	 {"role":"assistant","content":[{"text":"Checking."},
-	   {"toolUse":{"toolUseId":"call_1","name":"weather","input":{"city":"Paris","days":2}}}]},
+	   {"toolUse":{"toolUseId":"call_1","name":"weather","input":{"city":"Paris","days":2}}},
+	   {"toolUse":{"toolUseId":"call_9","name":"weather","input":{"city":"Atlantis"}}}]},
 	 {"role":"user","content":[
 	   {"toolResult":{"toolUseId":"call_1","content":[{"text":"18C"}]}},
+	   {"toolResult":{"toolUseId":"call_9","status":"error","content":[{"text":"unknown city"}]}},
 	   {"text":"Thanks. And Rome?"}]}]`
 	if !jsonEqual(t, body["messages"], wantMessages) {
 		t.Errorf("messages = %v\nwant %s", body["messages"], wantMessages)

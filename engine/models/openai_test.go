@@ -12,16 +12,18 @@ import (
 )
 
 // conversation exercises every message kind: a system prompt, a user turn,
-// an assistant turn with text and a tool call, the tool's result, and a
-// user turn right after it.
+// an assistant turn with text and two tool calls, their results (one an
+// error), and a user turn right after them.
 var conversation = Request{
 	System: "You are terse.",
 	Messages: []Message{
 		{Role: RoleUser, Content: "Weather in Paris?"},
 		{Role: RoleAssistant, Content: "Checking.", ToolCalls: []ToolCall{
 			{ID: "call_1", Name: "weather", Arguments: json.RawMessage(`{"city":"Paris","days":2}`)},
+			{ID: "call_9", Name: "weather", Arguments: json.RawMessage(`{"city":"Atlantis"}`)},
 		}},
 		{Role: RoleTool, ToolCallID: "call_1", Content: "18C"},
+		{Role: RoleTool, ToolCallID: "call_9", Content: "unknown city", IsError: true},
 		{Role: RoleUser, Content: "Thanks. And Rome?"},
 	},
 	Tools: []Tool{{
@@ -80,8 +82,10 @@ func TestOpenAIChatCompletion(t *testing.T) {
 	 {"role":"system","content":"You are terse."},
 	 {"role":"user","content":"Weather in Paris?"},
 	 {"role":"assistant","content":"Checking.","tool_calls":[{"id":"call_1","type":"function",
-	   "function":{"name":"weather","arguments":"{\"city\":\"Paris\",\"days\":2}"}}]},
+	   "function":{"name":"weather","arguments":"{\"city\":\"Paris\",\"days\":2}"}},
+	  {"id":"call_9","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Atlantis\"}"}}]},
 	 {"role":"tool","content":"18C","tool_call_id":"call_1"},
+	 {"role":"tool","content":"unknown city","tool_call_id":"call_9"},
 	 {"role":"user","content":"Thanks. And Rome?"}]`
 	if !jsonEqual(t, body["messages"], wantMessages) {
 		t.Errorf("messages = %v\nwant %s", body["messages"], wantMessages)

@@ -35,6 +35,14 @@
 // session: the SDK keeps it usable, and a server that comes back with the
 // same sessions is used again without a reconnect.
 //
+// # Closing
+//
+// Close cancels the operations in progress, aborts connects, ends every
+// session with a DELETE (sent concurrently) and releases the Set's own HTTP
+// connections; when it returns, nothing the Set started is left running.
+// The SDK bounds each goodbye request to 5 s, so Close is bounded too, even
+// against a server that never answers.
+//
 // # Errors and secrets
 //
 // Every failure is an [*Error] naming the toolset and tool. Toolset headers

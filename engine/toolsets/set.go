@@ -24,9 +24,10 @@ const (
 // Options configures a [Set].
 type Options struct {
 	// HTTPClient sends every request, with the toolset headers added by a
-	// wrapping transport. Nil means a private client whose connections
-	// Close releases; a client given here stays the caller's, and Close
-	// leaves its idle connections alone.
+	// wrapping transport; its Timeout should be zero, as it would cut
+	// streamed responses (each operation has its own deadline). Nil means
+	// a private client whose connections Close releases; a client given
+	// here stays the caller's, and Close leaves its idle connections alone.
 	HTTPClient *http.Client
 	// ClientName and ClientVersion are announced to servers as the MCP
 	// client implementation; empty means DefaultClientName and
@@ -61,8 +62,8 @@ type Set struct {
 }
 
 // Tool is a tool a toolset offers. Its schemas are JSON Schema objects, as
-// the server sent them; OutputSchema is nil when the tool has none. A Tool
-// is shared with the Set's cache and must not be modified.
+// the server sent them; OutputSchema is nil when the tool has none. The
+// schemas share memory with the Set's cache and must not be modified.
 type Tool struct {
 	Name         string
 	Description  string

@@ -57,6 +57,9 @@ func (t *toolset) acquire(ctx context.Context) (*conn, error) {
 	if t.set.ctx.Err() != nil {
 		return nil, t.closedError()
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // don't spend a connect on a caller that left
+	}
 	t.mu.Lock()
 	c := t.cur
 	if c == nil {

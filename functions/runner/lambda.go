@@ -2,15 +2,241 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-lambda-go/lambdaurl"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/runnerd/lambda-runner/infra/config"
+	"github.com/runnerd/lambda-runner/infra/telemetry"
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// serveLambda serves the handler under the Lambda runtime. It is replaced
-// by the streaming function URL and API Gateway adapters.
+// serveLambda serves h under the Lambda runtime. One Lambda handler takes
+// every HTTP event and answers each in the form its invoker expects: a
+// response stream for a function URL (NDJSON events leave as they happen),
+// a buffered proxy response for API Gateway (REST and HTTP APIs, so `sam
+// local start-api` works) and ALB. The aws-lambda-go runtime lets one
+// handler do both: a returned io.Reader with the
+// application/vnd.awslambda.http-integration-response content type is
+// streamed, any other value is sent as JSON. Which form an event gets is
+// decided by its shape and cfg.LambdaMode (see eventKindOf).
+//
+// It returns only if the runtime loop could not run; the loop exits the
+// process itself on a fatal runtime API error.
 func serveLambda(ctx context.Context, h http.Handler, cfg config.Config, logger *slog.Logger) error {
-	return errors.New("lambda mode not built yet")
+	inv := newInvoker(h, cfg.LambdaMode, logger)
+	logger.Info("serving Lambda invocations", "mode", cfg.LambdaMode, "version", version)
+	// No WithEnableSIGTERM: it registers an extension at every cold start
+	// (time), and the runner keeps nothing that a shutdown would lose.
+	lambda.StartWithOptions(inv.invoke, lambda.WithContext(ctx))
+	return errors.New("the Lambda runtime loop ended")
 }
+
+// eventKind is how an invocation is answered.
+type eventKind int
+
+const (
+	kindUnknown eventKind = iota
+	kindStream            // payload v2, streamed (function URL, RESPONSE_STREAM)
+	kindV2                // payload v2, buffered (HTTP API, BUFFERED function URL)
+	kindV1                // payload v1, buffered (REST API, HTTP API v1 payloads)
+	kindALB               // ALB target group, buffered
+)
+
+// eventShape holds the fields the HTTP event formats differ by.
+type eventShape struct {
+	Version        string `json:"version"`
+	HTTPMethod     string `json:"httpMethod"`
+	RequestContext struct {
+		DomainName string          `json:"domainName"`
+		ELB        json.RawMessage `json:"elb"`
+		HTTP       struct {
+			Method string `json:"method"`
+		} `json:"http"`
+	} `json:"requestContext"`
+}
+
+// eventKindOf tells the events apart. Function URL and HTTP API events
+// share payload format 2.0, routeKey "$default" included; what tells them
+// apart is the domain, <url-id>.lambda-url.<region>.on.aws for a function
+// URL (`sam local start-api` sends none). Even so, a function URL's event
+// does not say whether its invoke mode is RESPONSE_STREAM or BUFFERED:
+// mode "stream" or "buffered" overrides the guess for payload-v2 events.
+// Payload v1 and ALB events cannot be streamed, whatever the mode.
+func eventKindOf(raw []byte, mode string) (eventKind, error) {
+	var s eventShape
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return kindUnknown, fmt.Errorf("event is not a JSON object: %w", err)
+	}
+	switch {
+	case len(s.RequestContext.ELB) > 0 && s.HTTPMethod != "":
+		return kindALB, nil
+	case s.HTTPMethod != "":
+		return kindV1, nil
+	case s.Version == "2.0" && s.RequestContext.HTTP.Method != "":
+		switch mode {
+		case config.LambdaModeStream:
+			return kindStream, nil
+		case config.LambdaModeBuffered:
+			return kindV2, nil
+		}
+		if strings.Contains(s.RequestContext.DomainName, ".lambda-url.") {
+			return kindStream, nil
+		}
+		return kindV2, nil
+	}
+	return kindUnknown, errors.New("not an HTTP event: want a function URL, API Gateway or ALB request")
+}
+
+// invoker is the Lambda handler.
+type invoker struct {
+	mode   string
+	logger *slog.Logger
+	stream func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error)
+	v2     *httpadapter.HandlerAdapterV2
+	v1     *httpadapter.HandlerAdapter
+	alb    *httpadapter.HandlerAdapterALB
+}
+
+func newInvoker(h http.Handler, mode string, logger *slog.Logger) *invoker {
+	h = invocationHandler(h, logger)
+	return &invoker{
+		mode:   mode,
+		logger: logger,
+		stream: lambdaurl.Wrap(h),
+		v2:     httpadapter.NewV2(h),
+		v1:     httpadapter.New(h),
+		alb:    httpadapter.NewALB(h),
+	}
+}
+
+// invoke answers one event. Every path hands the handler a request whose
+// context is ctx: the invocation's, with its deadline (which the engine's
+// execution deadline is derived from) and its Lambda request id. An error
+// is a function error, which Lambda reports to the invoker as a 502.
+func (inv *invoker) invoke(ctx context.Context, raw json.RawMessage) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			inv.logger.ErrorContext(ctx, "panic handling Lambda event", "panic", fmt.Sprint(p))
+			resp, err = nil, errors.New("internal error")
+		}
+	}()
+	kind, err := eventKindOf(raw, inv.mode)
+	if err != nil {
+		inv.logger.WarnContext(ctx, "unsupported Lambda event", "err", err)
+		return nil, err
+	}
+	switch kind {
+	case kindStream:
+		var ev events.LambdaFunctionURLRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("function URL event: %w", err)
+		}
+		return inv.stream(ctx, &ev)
+	case kindV2:
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("HTTP API event: %w", err)
+		}
+		return orError(inv.v2.ProxyWithContext(ctx, ev))
+	case kindV1:
+		var ev events.APIGatewayProxyRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("REST API event: %w", err)
+		}
+		resp, err := inv.v1.ProxyWithContext(ctx, ev)
+		resp.Headers = singleValued(resp.MultiValueHeaders)
+		return orError(resp, err)
+	default:
+		var ev events.ALBTargetGroupRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("ALB event: %w", err)
+		}
+		resp, err := inv.alb.ProxyWithContext(ctx, ev)
+		resp.Headers = singleValued(resp.MultiValueHeaders)
+		return orError(resp, err)
+	}
+}
+
+// orError drops the placeholder response the proxy pairs with an error, so
+// that Lambda reports the error rather than a made-up 504.
+func orError[T any](resp T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// singleValued joins multi-value headers. The proxy fills only
+// multiValueHeaders, which an ALB target group without multi-value headers
+// ignores; with both set, REST APIs merge them and ALB takes the one its
+// setting names.
+func singleValued(h map[string][]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[k] = strings.Join(v, ",")
+	}
+	return out
+}
+
+// invocationHandler prepares every request for h: the Lambda request id
+// replaces any client-sent X-Amzn-Request-Id (the handler logs it as
+// requestId), the id is recorded as the invocation in flight for records
+// logged without a context, and a panic becomes a 500. The handler already
+// recovers its own; this guard matters because the streaming adapter runs
+// the handler on a goroutine of its own, where a panic would end the
+// process and every invocation in it.
+func invocationHandler(h http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var id string
+		if lc, ok := lambdacontext.FromContext(r.Context()); ok {
+			id = lc.AwsRequestID
+			r.Header.Set("X-Amzn-Request-Id", id)
+		}
+		defer telemetry.BeginInvocation(id)()
+		gw := &guardedWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				logger.ErrorContext(r.Context(), "panic serving Lambda request", "panic", fmt.Sprint(p))
+				if !gw.wrote {
+					gw.Header().Set("Content-Type", protocol.ContentTypeJSON)
+					gw.WriteHeader(http.StatusInternalServerError)
+					_ = json.NewEncoder(gw).Encode(protocol.NewErrorResponse(protocol.CodeInternal, "internal error"))
+				}
+			}
+		}()
+		h.ServeHTTP(gw, r)
+	})
+}
+
+// guardedWriter notes whether the response has started, so a recovered
+// panic writes a status only where none went out.
+type guardedWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *guardedWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *guardedWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the adapter's writer (flush).
+func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
+	"github.com/runnerd/lambda-runner/infra/telemetry"
 	"github.com/runnerd/lambda-runner/infra/tokens"
 )
 
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	h, err := newHandler(ctx, cfg, src, logger)
+	h, err := newHandler(ctx, cfg, src, logger, stdout)
 	if err != nil {
 		return err
 	}
@@ -123,9 +124,10 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 func newLogger(cfg config.Config, dev bool, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if dev {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(telemetry.NewLogHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	// Under Lambda every record also gets the invocation's request id.
+	return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(w, opts)))
 }
 
 func randomToken() string {

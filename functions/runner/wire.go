@@ -2,20 +2,29 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/egress"
+	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/secrets"
+	"github.com/runnerd/lambda-runner/infra/telemetry"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // newHandler builds the engine and the handler from the configuration.
-func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger) (*functions.Handler, error) {
+// Under Lambda, per-execution metrics go to stdout as CloudWatch Embedded
+// Metric Format lines (the function's log stream, where CloudWatch extracts
+// them); a local server writes none.
+func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger, stdout io.Writer) (*functions.Handler, error) {
 	limits := engine.Limits{
 		MaxNodes:       cfg.MaxNodes,
 		MaxConcurrency: cfg.MaxConcurrency,
@@ -29,13 +38,22 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 	}
 	eng := engine.New(limits)
 	eng.Logger = logger
-	return &functions.Handler{
+	svc, err := services(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	eng.Services = svc
+	h := &functions.Handler{
 		Tokens:          src,
 		Engine:          eng,
 		Capabilities:    capabilities(cfg, eng),
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		Logger:          logger,
-	}, nil
+	}
+	if cfg.Lambda {
+		h.OnExecution = telemetry.NewMetrics(stdout).OnExecution
+	}
+	return h, nil
 }
 
 // capabilities describes this deployment from the same values the engine
@@ -51,17 +69,17 @@ func capabilities(cfg config.Config, eng *engine.Engine) protocol.Capabilities {
 		}
 		return false
 	}
+	// What model and agent nodes can really use: every provider the models
+	// package speaks, and the roles of the deployment's validated table.
 	roles := []string{}
-	for _, m := range cfg.Models {
-		roles = append(roles, m.Role)
-	}
 	providers := []string{}
 	if has("model") || has("agent") {
-		providers = []string{"openai", "anthropic", "bedrock"}
+		roles = eng.ModelRoles()
+		providers = []string{models.ProviderAnthropic, models.ProviderBedrock, models.ProviderOpenAI}
 	}
 	transports := []string{}
 	if has("tool") || has("agent") {
-		transports = []string{"streamable-http"}
+		transports = []string{toolsets.TransportStreamableHTTP}
 	}
 	return protocol.Capabilities{
 		Version:          protocol.Version,
@@ -91,6 +109,37 @@ func capabilities(cfg config.Config, eng *engine.Engine) protocol.Capabilities {
 			MemoryBudget:    l.MemoryBudget,
 		},
 	}
+}
+
+// services configures the engine's runtime services. The deployment's
+// model table (RUNNER_MODELS) is validated here, so that a bad one stops
+// the process at startup with every problem named under the variable,
+// instead of failing executions. The Lambda runtime API is never reachable
+// from http nodes, whatever a policy or RUNNER_HTTP_ALLOW_CIDRS says.
+func services(ctx context.Context, cfg config.Config) (engine.Services, error) {
+	var table *models.Table
+	if len(cfg.Models) > 0 {
+		t, err := models.NewTable("RUNNER_MODELS", cfg.Models)
+		if err != nil {
+			return engine.Services{}, fmt.Errorf("configuration: %w", err)
+		}
+		table = t
+	}
+	blocked, err := egress.RuntimeAPIAddrs(ctx, cfg.RuntimeAPI)
+	if err != nil {
+		return engine.Services{}, fmt.Errorf("AWS_LAMBDA_RUNTIME_API: %w", err)
+	}
+	return engine.Services{
+		Models:     &models.Clients{},
+		ModelTable: table,
+		HTTP: egress.Options{
+			MaxResponseBytes: cfg.HTTPMaxResponseBytes,
+			Timeout:          cfg.HTTPTimeout,
+			AllowPrefixes:    cfg.HTTPAllowPrefixes,
+			Blocked:          blocked,
+		},
+		Toolsets: toolsets.Options{ClientName: "runnerd-lambda", ClientVersion: version},
+	}, nil
 }
 
 // secretsSource reads tokens from Secrets Manager with the function's role.

@@ -20,6 +20,10 @@ type Config struct {
 	// Lambda is true under the Lambda runtime (AWS_LAMBDA_RUNTIME_API set).
 	Lambda     bool
 	RuntimeAPI string
+	// LambdaMode (RUNNER_LAMBDA_MODE) picks how Lambda HTTP events are
+	// answered: "auto" (default) by the event's shape, "stream" or
+	// "buffered" for every payload-v2 event. See LambdaModeAuto.
+	LambdaMode string
 
 	Addr            string        // RUNNER_ADDR: local server address
 	Tokens          []string      // RUNNER_TOKENS: comma-separated bearer tokens
@@ -48,6 +52,21 @@ type Config struct {
 	HTTPTimeout          time.Duration  // RUNNER_HTTP_TIMEOUT_MS
 }
 
+// The values of RUNNER_LAMBDA_MODE.
+//
+// A function URL sends the same event whether its invoke mode is
+// RESPONSE_STREAM or BUFFERED, so the event cannot tell which answer Lambda
+// expects. Auto streams payload-v2 events from a function URL domain
+// (*.lambda-url.*) and buffers everything else (API Gateway REST and HTTP
+// APIs, ALB, sam local start-api); stream and buffered override that choice
+// for payload-v2 events, buffered being the one a BUFFERED function URL
+// needs.
+const (
+	LambdaModeAuto     = "auto"
+	LambdaModeStream   = "stream"
+	LambdaModeBuffered = "buffered"
+)
+
 // Load reads the configuration through getenv (os.Getenv in main). Every
 // problem is reported, each naming its variable.
 func Load(getenv func(string) string) (Config, error) {
@@ -73,6 +92,11 @@ func Load(getenv func(string) string) (Config, error) {
 		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 30_000, 1, 900_000)) * time.Millisecond,
 	}
 	c.Lambda = c.RuntimeAPI != ""
+	switch c.LambdaMode = strings.ToLower(r.str("RUNNER_LAMBDA_MODE", LambdaModeAuto)); c.LambdaMode {
+	case LambdaModeAuto, LambdaModeStream, LambdaModeBuffered:
+	default:
+		r.errs = append(r.errs, fmt.Errorf("RUNNER_LAMBDA_MODE: %q must be auto, stream or buffered", c.LambdaMode))
+	}
 	c.MemoryMB = r.int("RUNNER_MEMORY_MB", 512, 128, 10240)
 	if getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE") != "" {
 		c.MemoryMB = r.int("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 512, 128, 10240)

@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/toolsets"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Agent limits: a step is one model call.
+const (
+	DefaultAgentSteps = 8
+	MaxAgentSteps     = 32
+)
+
+// agentKind runs a model in a loop with the tools of MCP toolsets:
+//
+//	with: the model node's fields (no json) + {toolsets[], tools[], maxSteps}
+//	output: {text, steps[], usage{inputTokens, outputTokens}}
+//
+// Each step is one model call (model.invoke is authorized for every call).
+// The model sees the tools of with.toolsets, narrowed by with.tools (globs
+// matched against the tool name and against "toolset/tool"), under names
+// "toolset__tool" made to fit the providers' rules ([a-zA-Z0-9_-]{1,64}).
+// Every tool call the model makes is authorized (tool.call on
+// "toolset/tool") and run in order; its result goes back to the model:
+//
+//   - a denied call is not run: the model is told it was denied and may
+//     carry on without it; the step is recorded with denied: true;
+//   - a call needing consent suspends the node (the conversation is not
+//     kept: the relaunch with the grant starts the agent again);
+//   - a result the tool marks isError, and an error the MCP server answers
+//     with (bad arguments, say), are given to the model to recover from;
+//   - a toolset failure (unreachable, timed out) fails the node, TOOL_ERROR
+//     or TIMEOUT, as a tool node would.
+//
+// The loop ends when the model answers without asking for a tool. When the
+// model still asks for one at its maxSteps-th call (default 8, at most 32)
+// the node fails with LIMIT_EXCEEDED rather than return a half-done answer;
+// those last calls are not run.
+//
+// steps[] lists the tool calls in order, each {tool: "toolset/tool" (the
+// model's own name for an unknown tool), arguments, isError, denied?}.
+type agentKind struct{}
+
+func (agentKind) Prepare(c *Compiler) Step {
+	c.With()
+	prepareModelFields(c)
+	if raw, ok := c.Raw("toolsets"); ok {
+		list, _ := raw.([]any)
+		for i, v := range list {
+			name, isStr := v.(string)
+			if !isStr || strings.Contains(name, "${{") {
+				continue
+			}
+			if !c.p.svc.toolsets[name] {
+				c.Errorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, toolsetsHint(c.p.svc.toolsets))
+			}
+		}
+	}
+	if raw, ok := c.Raw("tools"); ok {
+		list, _ := raw.([]any)
+		for i, v := range list {
+			pat, isStr := v.(string)
+			if !isStr || strings.Contains(pat, "${{") {
+				continue
+			}
+			if err := glob.Validate(pat); err != nil {
+				c.Errorf(fmt.Sprintf("tools[%d]", i), "%v", err)
+			}
+		}
+	}
+	if raw, ok := c.Raw("maxSteps"); ok {
+		if n, isNum := raw.(float64); isNum && (n < 1 || n > MaxAgentSteps) {
+			c.Errorf("maxSteps", "must be from 1 to %d", MaxAgentSteps)
+		}
+	}
+	return StepFunc(runAgent)
+}
+
+func runAgent(ctx context.Context, call *Call) (any, error) {
+	w := call.WithMap()
+	role, req, err := modelRequest(w)
+	if err != nil {
+		return nil, err
+	}
+	names, err := stringList(w, "toolsets")
+	if err != nil {
+		return nil, err
+	}
+	filters, err := stringList(w, "tools")
+	if err != nil {
+		return nil, err
+	}
+	maxSteps := DefaultAgentSteps
+	if v, ok := w["maxSteps"]; ok && v != nil {
+		n, isInt := asInt(v)
+		if !isInt || n < 1 || n > MaxAgentSteps {
+			return nil, Errorf(protocol.CodeExpressionError, "with.maxSteps must be a whole number from 1 to %d", MaxAgentSteps)
+		}
+		maxSteps = n
+	}
+	cat, err := call.agentCatalog(ctx, names, filters)
+	if err != nil {
+		return nil, err
+	}
+	req.Tools = cat.tools
+
+	steps := []any{}
+	var usage models.Usage
+	for step := 1; ; step++ {
+		res, err := call.invokeModel(ctx, role, req)
+		if err != nil {
+			return nil, err
+		}
+		usage.InputTokens += res.Usage.InputTokens
+		usage.OutputTokens += res.Usage.OutputTokens
+		if len(res.ToolCalls) == 0 {
+			return map[string]any{"text": res.Text, "steps": steps, "usage": usageOutput(usage)}, nil
+		}
+		if step >= maxSteps {
+			return nil, Errorf(protocol.CodeLimitExceeded, "maxSteps (%d) reached: the model still asked for %d tool call(s)", maxSteps, len(res.ToolCalls))
+		}
+		calls := make([]models.ToolCall, len(res.ToolCalls))
+		for i, tc := range res.ToolCalls {
+			if tc.ID == "" {
+				// Some compatible servers leave ids out; the turn that
+				// answers a call must name it.
+				tc.ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+			}
+			calls[i] = tc
+		}
+		req.Messages = append(req.Messages, models.Message{Role: models.RoleAssistant, Content: res.Text, ToolCalls: calls})
+		for _, tc := range calls {
+			content, rec, err := call.agentToolCall(ctx, cat, tc)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, rec)
+			req.Messages = append(req.Messages, models.Message{Role: models.RoleTool, Content: content, ToolCallID: tc.ID})
+		}
+	}
+}
+
+// agentTool is a tool the model may call, by the name it was shown.
+type agentTool struct{ toolset, tool string }
+
+type toolCatalog struct {
+	tools  []models.Tool
+	byName map[string]agentTool
+}
+
+// agentCatalog lists the tools of the named toolsets that pass the
+// filters, under names the providers accept.
+func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*toolCatalog, error) {
+	cat := &toolCatalog{byName: map[string]agentTool{}}
+	seen := map[string]bool{}
+	for _, ts := range names {
+		if seen[ts] {
+			continue
+		}
+		seen[ts] = true
+		set := c.r.svc.tools
+		if set == nil || !set.Has(ts) {
+			return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
+		}
+		list, err := set.Tools(ctx, ts)
+		if err != nil {
+			return nil, toolError(ctx, err)
+		}
+		for _, t := range list {
+			if !toolSelected(filters, ts, t.Name) {
+				continue
+			}
+			name := exposedName(ts, t.Name, cat.byName)
+			cat.byName[name] = agentTool{toolset: ts, tool: t.Name}
+			cat.tools = append(cat.tools, models.Tool{Name: name, Description: t.Description, InputSchema: t.InputSchema})
+		}
+	}
+	if len(filters) > 0 && len(cat.tools) == 0 {
+		return nil, Errorf(protocol.CodeToolError, "with.tools selects no tool of toolsets %s", joinQuoted(names))
+	}
+	return cat, nil
+}
+
+// toolSelected applies with.tools: no filter selects every tool.
+func toolSelected(filters []string, ts, tool string) bool {
+	if len(filters) == 0 {
+		return true
+	}
+	for _, f := range filters {
+		if glob.Match(f, tool) || glob.Match(f, ts+"/"+tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxToolName is the longest function name the providers accept.
+const maxToolName = 64
+
+// exposedName is "toolset__tool" with every character outside
+// [a-zA-Z0-9_-] replaced by '_', cut to 64 bytes, and made unique among
+// taken with a numeric suffix.
+func exposedName(ts, tool string, taken map[string]agentTool) string {
+	var b strings.Builder
+	for _, r := range ts + "__" + tool {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	base := b.String()
+	if len(base) > maxToolName {
+		base = base[:maxToolName]
+	}
+	name := base
+	for i := 2; ; i++ {
+		if _, dup := taken[name]; !dup {
+			return name
+		}
+		suffix := "_" + strconv.Itoa(i)
+		name = base[:min(len(base), maxToolName-len(suffix))] + suffix
+	}
+}
+
+// agentToolCall runs one tool call of the model and returns what the
+// model is told and the step to record. Only failures that end the node
+// are errors: a suspension, a toolset failure, the end of the context.
+func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.ToolCall) (string, map[string]any, error) {
+	rec := map[string]any{"tool": tc.Name, "isError": true}
+	// Arguments are JSON text from the model: an object, or nothing.
+	var args map[string]any
+	badArgs := false
+	if raw := strings.TrimSpace(string(tc.Arguments)); raw != "" {
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			badArgs = true
+		} else if v != nil {
+			rec["arguments"] = v
+			var isObject bool
+			args, isObject = v.(map[string]any)
+			badArgs = !isObject
+		}
+	}
+	t, ok := cat.byName[tc.Name]
+	if !ok {
+		return fmt.Sprintf("error: there is no tool named %q", tc.Name), rec, nil
+	}
+	rec["tool"] = t.toolset + "/" + t.tool
+	if badArgs {
+		return "error: the arguments must be a JSON object", rec, nil
+	}
+	res, err := c.callTool(ctx, t.toolset, t.tool, args)
+	var ne *NodeError
+	var rpc *jsonrpc.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &ne) && ne.Code == protocol.CodePermissionDenied:
+		rec["denied"] = true
+		return "error: permission denied: " + ne.Message, rec, nil
+	case ctx.Err() == nil && errors.As(err, &rpc) && !errors.Is(err, toolsets.ErrTimeout):
+		// The server refused the call itself (unknown tool, invalid
+		// arguments): the model can correct it.
+		return "error: " + c.r.x.redact.String(err.Error()), rec, nil
+	default:
+		return "", nil, err
+	}
+	rec["isError"] = res.IsError
+	// The text goes to the model provider: no secret of the request
+	// (a toolset's header echoed by its server, say) goes with it.
+	text := c.clip(c.r.x.redact.String(resultText(res)))
+	if res.IsError {
+		return "error: " + orDefault(text, "the tool failed"), rec, nil
+	}
+	return text, rec, nil
+}
+
+// clip bounds what one tool result adds to the conversation, which is held
+// in memory and resent with every step: to the per-node output cap.
+func (c *Call) clip(s string) string {
+	limit := c.r.x.e.Limits.MaxOutputBytes
+	if limit <= 0 || int64(len(s)) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + "\n[truncated]"
+}
+
+// stringList reads an optional array of strings from an evaluated with.
+func stringList(w map[string]any, field string) ([]string, error) {
+	v, ok := w[field]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	list, ok := asArray(v)
+	if !ok {
+		return nil, Errorf(protocol.CodeExpressionError, "with.%s must be an array of strings, got %s", field, jsonKind(v))
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		s, isStr := e.(string)
+		if !isStr || s == "" {
+			return nil, Errorf(protocol.CodeExpressionError, "with.%s[%d] must be a non-empty string", field, i)
+		}
+		out[i] = s
+	}
+	return out, nil
+}

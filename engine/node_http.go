@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runnerd/lambda-runner/engine/egress"
+	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/engine/permission"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// httpKind sends one HTTP request through the execution's guarded egress
+// client (engine/egress):
+//
+//	with: {method, url, query, headers, body, timeoutMs, responseType, failOnStatus}
+//	output: {status, headers, body}
+//
+// url, query, headers and body are the only fields where secrets.NAME is
+// in scope. A secret bound to hosts travels only to those hosts: the node
+// binds to its request every host-bound secret its templates name, and
+// every one whose value the evaluated request carries anyway (through
+// another node's output, say), so egress refuses any hop elsewhere,
+// redirects included.
+//
+// Each hop is authorized (http.request on its host) before it is sent; for
+// a literal URL the first hop's decision is made in preflight. A status of
+// 400 or more fails the node with HTTP_ERROR unless failOnStatus is false;
+// egress refusals are HTTP_BLOCKED and transport failures HTTP_ERROR.
+type httpKind struct{}
+
+type httpStep struct {
+	url, query, headers, body Template
+	// secretRefs are the secrets the templates name; allSecrets is set
+	// when they use secrets in a way that names none (secrets[k]).
+	secretRefs []string
+	allSecrets bool
+}
+
+func (httpKind) Prepare(c *Compiler) Step {
+	c.With("url", "query", "headers", "body")
+	s := &httpStep{
+		url:     c.SecretTemplate("url"),
+		query:   c.SecretTemplate("query"),
+		headers: c.SecretTemplate("headers"),
+		body:    c.SecretTemplate("body"),
+	}
+	for _, t := range []Template{s.url, s.query, s.headers, s.body} {
+		for _, name := range t.secretRefs {
+			if !slices.Contains(s.secretRefs, name) {
+				s.secretRefs = append(s.secretRefs, name)
+			}
+		}
+		s.allSecrets = s.allSecrets || t.allSecrets
+	}
+	if raw, ok := c.Literal("url"); ok {
+		prepareLiteralURL(c, raw)
+	}
+	if m, ok := c.Literal("method"); ok {
+		prepareLiteralMethod(c, m)
+	}
+	return s
+}
+
+// prepareLiteralURL checks a URL known before the run: its scheme, and its
+// host against the policy's hosts lists, and declares the first hop's
+// http.request for preflight. The address the host resolves to is checked
+// when the request is sent, as only then is it known.
+func prepareLiteralURL(c *Compiler, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		// Not quoted: even a literal URL may carry a token in its query.
+		c.Errorf("url", "node %q: must be an absolute http or https URL", c.NodeID())
+		return
+	}
+	host := permission.NormalizeHost(u.Host)
+	if c.p.svc.http != nil { // else the policy is invalid, and reported
+		if why := policyRefuses(c.p.svc.policy, host); why != "" {
+			c.Errorf("url", "node %q: host %s %s", c.NodeID(), host, why)
+			return
+		}
+	}
+	c.StaticAction(protocol.ActionHTTPRequest, host)
+}
+
+// policyRefuses applies runtime.http.policy's hosts lists as egress does
+// (denyHosts first, then allowHosts) and says why a host is refused, or "".
+func policyRefuses(p protocol.HTTPPolicy, host string) string {
+	for _, d := range p.DenyHosts {
+		if glob.MatchHost(d, host) {
+			return "is denied by runtime.http.policy.denyHosts pattern " + quote(d)
+		}
+	}
+	if len(p.AllowHosts) == 0 {
+		return ""
+	}
+	for _, a := range p.AllowHosts {
+		if glob.MatchHost(a, host) {
+			return ""
+		}
+	}
+	return "is not in runtime.http.policy.allowHosts"
+}
+
+func prepareLiteralMethod(c *Compiler, m string) {
+	if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
+		c.Errorf("method", "node %q: %s is not an HTTP method", c.NodeID(), quote(m))
+		return
+	}
+	if methods := c.p.svc.policy.Methods; c.p.svc.http != nil && len(methods) > 0 &&
+		!slices.ContainsFunc(methods, func(p string) bool { return strings.EqualFold(p, m) }) {
+		c.Errorf("method", "node %q: method %s is not in runtime.http.policy.methods", c.NodeID(), strings.ToUpper(m))
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
+	w := call.WithMap()
+	req := &egress.Request{}
+	var err error
+	if req.Method, err = stringField(w, "method"); err != nil {
+		return nil, err
+	}
+	if req.ResponseType, err = stringField(w, "responseType"); err != nil {
+		return nil, err
+	}
+	if v, ok := w["timeoutMs"]; ok && v != nil {
+		n, isInt := asInt(v)
+		if !isInt || n < 0 {
+			return nil, Errorf(protocol.CodeExpressionError, "with.timeoutMs must be a whole number of at least 0")
+		}
+		req.Timeout = time.Duration(n) * time.Millisecond
+	}
+	failOnStatus := true
+	if v, ok := w["failOnStatus"]; ok && v != nil {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, Errorf(protocol.CodeExpressionError, "with.failOnStatus must be a boolean, got %s", jsonKind(v))
+		}
+		failOnStatus = b
+	}
+
+	// The request fields see secrets: their values stay out of messages.
+	rawURL, err := call.Eval(s.url)
+	if err != nil {
+		return nil, err
+	}
+	if req.URL, _ = rawURL.(string); req.URL == "" {
+		return nil, Errorf(protocol.CodeExpressionError, "with.url must be a non-empty string, got %s", jsonKind(rawURL))
+	}
+	query, err := call.Eval(s.query)
+	if err != nil {
+		return nil, err
+	}
+	switch q := query.(type) {
+	case nil:
+	case map[string]any:
+		req.Query = q
+	default:
+		return nil, Errorf(protocol.CodeExpressionError, "with.query must be an object, got %s", jsonKind(query))
+	}
+	headers, err := call.Eval(s.headers)
+	if err != nil {
+		return nil, err
+	}
+	if req.Headers, err = headerMap(headers); err != nil {
+		return nil, err
+	}
+	if req.Body, err = call.Eval(s.body); err != nil {
+		return nil, err
+	}
+	req.Bound = s.bound(call, req)
+	req.Authorize = func(ctx context.Context, host string) error {
+		permit, err := call.Authorize(ctx, protocol.ActionHTTPRequest, host)
+		if err != nil {
+			return err
+		}
+		return permit.check(protocol.ActionHTTPRequest, host)
+	}
+
+	res, err := call.r.svc.http.Do(ctx, req)
+	if err != nil {
+		return nil, httpError(ctx, err)
+	}
+	if res.Status >= 400 && failOnStatus {
+		return nil, Errorf(protocol.CodeHTTPError, "%s %s: status %d %s (set failOnStatus: false to get the response)",
+			strings.ToUpper(orDefault(req.Method, http.MethodGet)), describeURL(req.URL), res.Status, http.StatusText(res.Status))
+	}
+	hdr := make(map[string]any, len(res.Headers))
+	for k, v := range res.Headers {
+		hdr[k] = v
+	}
+	return map[string]any{"status": res.Status, "headers": hdr, "body": res.Body}, nil
+}
+
+// headerMap reads with.headers: string values, null leaving a header out.
+func headerMap(v any) (map[string]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, Errorf(protocol.CodeExpressionError, "with.headers must be an object, got %s", jsonKind(v))
+	}
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		switch e := e.(type) {
+		case nil:
+		case string:
+			out[k] = e
+		default:
+			return nil, Errorf(protocol.CodeExpressionError, "with.headers.%s must be a string, got %s", k, jsonKind(e))
+		}
+	}
+	return out, nil
+}
+
+// bound returns the host-bound secrets the request carries: those its
+// templates name (all of them when a template indexes secrets), and
+// those whose value appears in the evaluated request anyway.
+func (s *httpStep) bound(call *Call, req *egress.Request) []protocol.Secret {
+	secrets := call.r.x.req.Runtime.HTTP.Secrets
+	var out []protocol.Secret
+	var text string
+	scanned := false
+	for _, name := range sortedKeys(secrets) {
+		sec := secrets[name]
+		if len(sec.Hosts) == 0 || sec.Value == "" {
+			continue
+		}
+		if s.allSecrets || slices.Contains(s.secretRefs, name) {
+			out = append(out, sec)
+			continue
+		}
+		if !scanned {
+			b, _ := json.Marshal([]any{req.URL, req.Query, req.Headers, req.Body})
+			text, scanned = req.URL+"\x00"+string(b), true
+		}
+		esc, _ := json.Marshal(sec.Value)
+		if strings.Contains(text, sec.Value) || strings.Contains(text, string(esc[1:len(esc)-1])) {
+			out = append(out, sec)
+		}
+	}
+	return out
+}
+
+// httpError maps what egress returned to the node's error. A request that
+// ended with its context is left to the scheduler; a permission error (a
+// denial, a suspension) is returned as the gate made it.
+func httpError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	var e *egress.Error
+	if errors.As(err, &e) {
+		return &NodeError{Code: e.Code, Message: e.Message, Err: err}
+	}
+	return err
+}
+
+// describeURL renders a URL for a message without its query, which may
+// hold a secret.
+func describeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	return u.Host + u.EscapedPath()
+}

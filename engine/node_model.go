@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/protocol"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// modelKind calls a model once:
+//
+//	with: {role, system, prompt | messages[], temperature, maxTokens, json}
+//	output: {text, json?, model, finishReason, usage{inputTokens, outputTokens}}
+//
+// The role is looked up in runtime.models (else the deployment's table),
+// falling back to "general". with.json is a JSON Schema: the reply is asked
+// for as JSON, parsed into output.json and validated against the schema; a
+// reply that is not JSON or does not match fails the node with MODEL_ERROR.
+// json: true asks for any JSON value; json: false is the same as no json.
+type modelKind struct{}
+
+type modelStep struct {
+	schema    *jsonschema.Schema // nil without with.json
+	schemaRaw json.RawMessage    // what the provider is sent
+}
+
+func (modelKind) Prepare(c *Compiler) Step {
+	c.With("json")
+	prepareModelFields(c)
+	s := &modelStep{}
+	if raw, ok := c.Raw("json"); ok {
+		s.schema, s.schemaRaw = prepareJSONSchema(c, raw)
+	}
+	return s
+}
+
+// prepareModelFields checks the with fields model and agent nodes share: a
+// literal role (or the default, general) must resolve in the execution's
+// model table and is declared for preflight; a prompt or messages is
+// required; literal numbers must be in range.
+func prepareModelFields(c *Compiler) {
+	role, literal := c.Literal("role")
+	if _, ok := c.Raw("role"); !ok {
+		role, literal = models.GeneralRole, true
+	}
+	if literal {
+		if !c.p.lookupRole(role) {
+			c.Errorf("role", "node %q: no model for role %q and no %q role to fall back to in %s%s",
+				c.NodeID(), role, models.GeneralRole, c.p.svc.modelsFrom, rolesHint(c.p.svc.models))
+		} else {
+			c.StaticAction(protocol.ActionModelInvoke, role)
+		}
+	}
+	_, prompt := c.Raw("prompt")
+	_, messages := c.Raw("messages")
+	if !prompt && !messages {
+		c.Errorf("", "node %q: needs a prompt or messages", c.NodeID())
+	}
+	if v, ok := c.Raw("temperature"); ok {
+		if f, isNum := v.(float64); isNum && (f < 0 || f > 2) {
+			c.Errorf("temperature", "must be between 0 and 2")
+		}
+	}
+}
+
+func rolesHint(t *models.Table) string {
+	roles := t.Roles()
+	if len(roles) == 0 {
+		return " (it is empty)"
+	}
+	return " (it has " + joinQuoted(roles) + ")"
+}
+
+// prepareJSONSchema compiles with.json. It returns nils for json: false.
+func prepareJSONSchema(c *Compiler, raw any) (*jsonschema.Schema, json.RawMessage) {
+	if b, ok := raw.(bool); ok {
+		if !b {
+			return nil, nil
+		}
+		// Any JSON value: the providers want an object schema.
+		raw = map[string]any{}
+	}
+	b, err := json.Marshal(raw)
+	var sch *jsonschema.Schema
+	if err == nil {
+		sch, err = compileSchemaText(b)
+	}
+	if err != nil {
+		c.Errorf("json", "invalid JSON Schema: %s", firstLine(err.Error()))
+		return nil, nil
+	}
+	return sch, b
+}
+
+func (s *modelStep) Run(ctx context.Context, call *Call) (any, error) {
+	role, req, err := modelRequest(call.WithMap())
+	if err != nil {
+		return nil, err
+	}
+	req.JSONSchema = s.schemaRaw
+	res, err := call.invokeModel(ctx, role, req)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{
+		"text":         res.Text,
+		"model":        res.Model,
+		"finishReason": res.FinishReason,
+		"usage":        usageOutput(res.Usage),
+	}
+	if s.schema != nil {
+		v, err := parseReply(s.schema, res.Text)
+		if err != nil {
+			return nil, err
+		}
+		out["json"] = v
+	}
+	return out, nil
+}
+
+func usageOutput(u models.Usage) map[string]any {
+	return map[string]any{"inputTokens": u.InputTokens, "outputTokens": u.OutputTokens}
+}
+
+// parseReply decodes a JSON reply and checks it against the schema. A
+// reply wrapped in a Markdown code fence, which models add despite being
+// told not to, is unwrapped first.
+func parseReply(sch *jsonschema.Schema, text string) (any, error) {
+	v, err := decodeJSON([]byte(unfence(text)))
+	if err != nil {
+		return nil, Errorf(protocol.CodeModelError, "the model's reply is not valid JSON: %v", err)
+	}
+	if err := validateValue(sch, v); err != nil {
+		d := &detailList{}
+		schemaDetails("json", err, d)
+		return nil, Errorf(protocol.CodeModelError, "the model's reply does not match with.json: %s", d.inv.Error())
+	}
+	return v, nil
+}
+
+// unfence strips surrounding whitespace and one ``` or ```json fence.
+func unfence(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "```") || !strings.HasSuffix(s, "```") || len(s) < 6 {
+		return s
+	}
+	body := s[3 : len(s)-3]
+	if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.ContainsAny(body[:nl], "{[\"") {
+		body = body[nl+1:] // the info string: json, JSON, …
+	}
+	return strings.TrimSpace(body)
+}
+
+// modelRequest reads the evaluated model fields of a model or agent node.
+// The role defaults to general; prompt, when set, is the last user turn
+// after messages.
+func modelRequest(w map[string]any) (string, models.Request, error) {
+	var req models.Request
+	role, err := stringField(w, "role")
+	if err != nil {
+		return "", req, err
+	}
+	if role == "" {
+		role = models.GeneralRole
+	}
+	if req.System, err = stringField(w, "system"); err != nil {
+		return "", req, err
+	}
+	if req.Messages, err = messagesField(w["messages"]); err != nil {
+		return "", req, err
+	}
+	prompt, err := stringField(w, "prompt")
+	if err != nil {
+		return "", req, err
+	}
+	if prompt != "" {
+		req.Messages = append(req.Messages, models.Message{Role: models.RoleUser, Content: prompt})
+	}
+	if len(req.Messages) == 0 {
+		return "", req, Errorf(protocol.CodeExpressionError, "with.prompt and with.messages are both empty: the model has nothing to answer")
+	}
+	if v, ok := w["temperature"]; ok && v != nil {
+		f, isNum := asFloat(v)
+		if !isNum || f < 0 || f > 2 {
+			return "", req, Errorf(protocol.CodeExpressionError, "with.temperature must be a number between 0 and 2")
+		}
+		req.Temperature = &f
+	}
+	if v, ok := w["maxTokens"]; ok && v != nil {
+		n, isInt := asInt(v)
+		if !isInt || n < 0 {
+			return "", req, Errorf(protocol.CodeExpressionError, "with.maxTokens must be a whole number of at least 0")
+		}
+		req.MaxTokens = n
+	}
+	return role, req, nil
+}
+
+// messagesField reads with.messages: [{role: user|assistant, content}].
+func messagesField(v any) ([]models.Message, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := asArray(v)
+	if !ok {
+		return nil, Errorf(protocol.CodeExpressionError, "with.messages must be an array, got %s", jsonKind(v))
+	}
+	out := make([]models.Message, 0, len(list)+1)
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, Errorf(protocol.CodeExpressionError, "with.messages[%d] must be an object {role, content}, got %s", i, jsonKind(e))
+		}
+		role, _ := m["role"].(string)
+		if role != models.RoleUser && role != models.RoleAssistant {
+			return nil, Errorf(protocol.CodeExpressionError, "with.messages[%d].role must be \"user\" or \"assistant\"", i)
+		}
+		content, ok := m["content"].(string)
+		if !ok {
+			return nil, Errorf(protocol.CodeExpressionError, "with.messages[%d].content must be a string, got %s", i, jsonKind(m["content"]))
+		}
+		out = append(out, models.Message{Role: role, Content: content})
+	}
+	return out, nil
+}
+
+// asFloat accepts a number as JSON decodes it or as expr-lang computes it.
+func asFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// invokeModel makes one model call for the node: it resolves the role,
+// authorizes model.invoke on it (every call, as each is a side effect),
+// sends the request and counts the usage.
+func (c *Call) invokeModel(ctx context.Context, role string, req models.Request) (*models.Response, error) {
+	svc := c.r.svc
+	entry, ok := svc.models.Lookup(role)
+	if !ok {
+		return nil, Errorf(protocol.CodeModelError, "no model for role %q and no %q role to fall back to", role, models.GeneralRole)
+	}
+	permit, err := c.Authorize(ctx, protocol.ActionModelInvoke, role)
+	if err != nil {
+		return nil, err
+	}
+	if err := permit.check(protocol.ActionModelInvoke, role); err != nil {
+		return nil, err
+	}
+	provider, err := svc.clients.Provider(ctx, entry)
+	if err != nil {
+		return nil, modelError(ctx, err)
+	}
+	c.r.usage.modelCalls.Add(1)
+	res, err := provider.Complete(ctx, req)
+	if err != nil {
+		return nil, modelError(ctx, err)
+	}
+	c.r.usage.inputTokens.Add(res.Usage.InputTokens)
+	c.r.usage.outputTokens.Add(res.Usage.OutputTokens)
+	return res, nil
+}
+
+// modelError turns a provider failure into MODEL_ERROR "<provider>
+// <status>: <message>". A call that ended with its context is left to the
+// scheduler, which knows a node timeout from the deadline or a
+// cancellation. models.Error messages never carry the entry's key or
+// headers; the engine's redactor still runs over every message.
+func modelError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	var me *models.Error
+	if errors.As(err, &me) {
+		head := me.Provider
+		if me.Status != 0 {
+			head = fmt.Sprintf("%s %d", me.Provider, me.Status)
+		}
+		return &NodeError{Code: protocol.CodeModelError, Message: head + ": " + me.Message}
+	}
+	return &NodeError{Code: protocol.CodeModelError, Message: err.Error()}
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/runnerd/lambda-runner/engine/egress"
+	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/toolsets"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Services configures the runtime services that model, agent, tool and http
+// nodes call. It is fixed per process (set it before the first Prepare). The
+// zero value is usable and means "nothing configured": no model table of the
+// deployment (model and agent nodes then need runtime.models), provider
+// clients with default settings, and the default limits of the egress and
+// toolsets packages.
+type Services struct {
+	// Models builds the provider of every model call. Share one per process:
+	// it loads the AWS configuration (Bedrock) once. Nil means a Clients
+	// with default settings, owned by the engine.
+	Models *models.Clients
+	// ModelTable is the deployment's own model table (RUNNER_MODELS), used
+	// by executions whose request has no runtime.models. It is a
+	// *models.Table rather than a list so that it is validated once, at
+	// startup, where a bad table stops the process instead of failing every
+	// request; build it with models.NewTable. Nil means none.
+	ModelTable *models.Table
+	// HTTP holds the operator's limits of http nodes (they cap what any
+	// runtime.http.policy may ask) and the addresses never reachable.
+	HTTP egress.Options
+	// Toolsets configures the MCP sessions of tool and agent nodes.
+	Toolsets toolsets.Options
+}
+
+// modelClients returns the clients model calls use.
+func (e *Engine) modelClients() *models.Clients {
+	if e.Services.Models != nil {
+		return e.Services.Models
+	}
+	return e.defaultClients
+}
+
+// ModelRoles lists the roles of the deployment's model table, sorted, for
+// capabilities.
+func (e *Engine) ModelRoles() []string {
+	roles := e.Services.ModelTable.Roles()
+	if roles == nil {
+		roles = []string{}
+	}
+	return roles
+}
+
+// prepServices is what Prepare learns about the request's runtime
+// services: the model table nodes resolve roles against, the toolsets they
+// may name and the policy literal URLs are checked against.
+type prepServices struct {
+	// models is runtime.models when the request has it, else the
+	// deployment's table (nil when neither).
+	models *models.Table
+	// modelsFrom names where models came from, for messages.
+	modelsFrom string
+	// modelsOK is false when runtime.models is invalid: its problems are
+	// reported already, and roles are not checked against it.
+	modelsOK bool
+	toolsets map[string]bool
+	// http is the execution's egress client, nil when the policy is
+	// invalid. It holds no connection until a node sends a request.
+	http *egress.Client
+	// policy is the request's HTTP policy, for the static host check.
+	policy protocol.HTTPPolicy
+}
+
+// prepareServices validates the runtime payload's services and reports
+// their problems at their request paths. It runs before the workflow is
+// compiled, so that node kinds can check what they name against it.
+func (p *prep) prepareServices() {
+	rt := &p.req.Runtime
+	s := &p.svc
+	// runtime.models, when present (even empty), replaces the deployment's
+	// table entirely: the server decided which models this execution uses.
+	if rt.Models != nil {
+		t, err := models.NewTable("runtime.models", rt.Models)
+		p.d.addErr("runtime.models", err)
+		s.models, s.modelsFrom, s.modelsOK = t, "runtime.models", err == nil
+	} else {
+		s.models, s.modelsFrom, s.modelsOK = p.e.Services.ModelTable, "the runner's model table", true
+	}
+
+	p.d.addErr("runtime.toolsets", toolsets.Validate("runtime.toolsets", rt.Toolsets))
+	s.toolsets = make(map[string]bool, len(rt.Toolsets))
+	for _, t := range rt.Toolsets {
+		s.toolsets[t.Name] = true
+	}
+
+	c, err := egress.New(rt.HTTP.Policy, p.e.Services.HTTP)
+	p.d.addErr("runtime.http.policy", err)
+	s.http, s.policy = c, rt.HTTP.Policy
+
+	// A host pattern that never matches would make its secret unusable
+	// everywhere; one that is malformed is refused like a policy pattern.
+	names := make([]string, 0, len(rt.HTTP.Secrets))
+	for name := range rt.HTTP.Secrets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for i, h := range rt.HTTP.Secrets[name].Hosts {
+			if err := glob.Validate(h); err != nil {
+				p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts[%d]", name, i), "%v", err)
+			}
+		}
+	}
+}
+
+// lookupRole reports whether a statically named role resolves in the
+// execution's model table, directly or through the general role. It is
+// true when the table is invalid, whose problems are reported already.
+func (p *prep) lookupRole(role string) bool {
+	if !p.svc.modelsOK {
+		return true
+	}
+	_, ok := p.svc.models.Lookup(role)
+	return ok
+}
+
+// runServices are the services of one running execution. The toolsets
+// are connected lazily, on their first use; everything is released by
+// close when the execution ends.
+type runServices struct {
+	models  *models.Table
+	clients *models.Clients
+	tools   *toolsets.Set // nil when the request defines no toolset
+	http    *egress.Client
+}
+
+// openServices builds the services of one run.
+func (x *Execution) openServices() *runServices {
+	s := &runServices{models: x.models, clients: x.e.modelClients(), http: x.http}
+	if defs := x.req.Runtime.Toolsets; len(defs) > 0 {
+		s.tools = toolsets.New(defs, x.e.Services.Toolsets)
+	}
+	if s.http == nil {
+		// Prepare refuses a request whose policy egress.New rejects, so
+		// this is an Execution built some other way: give it a client
+		// with the operator's limits and the default policy.
+		s.http, _ = egress.New(protocol.HTTPPolicy{}, x.e.Services.HTTP)
+	}
+	return s
+}
+
+// close releases the services once the terminal event is written, so
+// that goodbyes to MCP servers do not delay the result. Failures only
+// matter to operators: they are logged, redacted.
+func (r *run) closeServices(ctx context.Context) {
+	s := r.svc
+	if s == nil {
+		return
+	}
+	if s.tools != nil {
+		if err := s.tools.Close(); err != nil {
+			r.x.e.Logger.LogAttrs(ctx, slog.LevelWarn, "closing toolsets",
+				slog.String("executionId", r.id),
+				slog.String("error", r.x.redact.String(err.Error())))
+		}
+	}
+	if s.http != nil {
+		s.http.Close()
+	}
+}
+
+// httpRequests is usage.httpRequests: the hops the egress client let
+// through, redirects included.
+func (s *runServices) httpRequests() int64 {
+	if s == nil || s.http == nil {
+		return 0
+	}
+	return int64(s.http.Requests())
+}
