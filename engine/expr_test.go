@@ -171,3 +171,50 @@ func TestTemplateValuesAreJSON(t *testing.T) {
 	}
 	wantOutput(t, res, `{"k":[1,2.5,"x",null,true]}`)
 }
+
+// Compiled programs are cached by source text (compilecache.go); what
+// depends on where an expression sits must still be checked every time.
+func TestCachedProgramsAreCheckedInPlace(t *testing.T) {
+	e := newTestEngine(nil)
+	const expr = "${{ nodes.a.output }}"
+	prepareReq(t, e, reqBody(`{"nodes":[{"id":"a","type":"set"},{"id":"b","type":"set","needs":["a"],"with":{"value":"`+expr+`"}}]}`, ""))
+	inv := prepareInvalid(t, e, reqBody(`{"nodes":[{"id":"a","type":"set"},{"id":"b","type":"set","with":{"value":"`+expr+`"}}]}`, ""))
+	wantProblems(t, inv.Details, []problem{{"workflow.nodes[1].with.value", []string{"nodes.a is not upstream"}}}, nil)
+}
+
+func TestCachedProgramsKeepTheirOptions(t *testing.T) {
+	// The same text as a template yields any value, as a when a boolean
+	// or an error: the two must not share a program.
+	e := newTestEngine(nil)
+	s, _ := runBody(t, e, reqBody(`{"nodes":[{"id":"v","type":"set","with":{"value":"${{ input.cached_v }}"}}]}`, `{"cached_v":"x"}`))
+	wantOutput(t, s.result(t), `{"v":"x"}`)
+	s, _ = runBody(t, e, reqBody(`{"nodes":[{"id":"v","type":"set","when":"input.cached_v"}]}`, `{"cached_v":"x"}`))
+	if f := s.nodeFailed("v"); f == nil || f.Error.Code != protocol.CodeExpressionError {
+		t.Errorf("a when of a string: node.failed %+v, want %s", f, protocol.CodeExpressionError)
+	}
+}
+
+func TestCompileCacheIsBounded(t *testing.T) {
+	c := compileCache[int]{max: 2, maxKey: 3}
+	compiles := 0
+	get := func(key string) {
+		t.Helper()
+		if _, err := c.get(key, func() (int, error) { compiles++; return len(key), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"a", "b", "a", "c", "long", "long"} {
+		get(k)
+		if len(c.m) > c.max {
+			t.Fatalf("after %q the cache holds %d entries, over %d", k, len(c.m), c.max)
+		}
+	}
+	// a, b, then c empties the full cache; long is never kept.
+	if compiles != 5 {
+		t.Errorf("%d compilations, want 5", compiles)
+	}
+	_, err := c.get("bad", func() (int, error) { return 0, fmt.Errorf("nope") })
+	if _, kept := c.m["bad"]; err == nil || kept {
+		t.Errorf("a failed compilation was kept (%t) or lost its error (%v)", kept, err)
+	}
+}

@@ -38,11 +38,12 @@ func (s *scope) state(id string) (map[string]any, bool) {
 // evaluator evaluates the expressions of one template against a scope,
 // building the environment once.
 type evaluator struct {
-	sc        *scope
-	refs      []string
-	ancestors []string // used when the template indexes nodes dynamically
-	secrets   map[string]any
-	env       map[string]any
+	sc *scope
+	// refs are the node ids to put in scope: the template's own, or every
+	// visible one when it indexes nodes dynamically.
+	refs    []string
+	secrets map[string]any
+	env     map[string]any
 }
 
 func newEvaluator(sc *scope, t Template, ancestors []string) *evaluator {

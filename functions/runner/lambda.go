@@ -30,8 +30,9 @@ import (
 // streamed, any other value is sent as JSON. Which form an event gets is
 // decided by its shape and cfg.LambdaMode (see eventKindOf).
 //
-// It returns only if the runtime loop could not run; the loop exits the
-// process itself on a fatal runtime API error.
+// In practice it does not return: the runtime loop ends the process itself
+// (logged, exit status 1) when the runtime API fails, and Lambda starts a
+// fresh one.
 func serveLambda(ctx context.Context, h http.Handler, cfg config.Config, logger *slog.Logger) error {
 	inv := newInvoker(h, cfg.LambdaMode, logger)
 	logger.Info("serving Lambda invocations", "mode", cfg.LambdaMode, "version", version)

@@ -103,7 +103,11 @@ func TestEventKind(t *testing.T) {
 		return ev
 	}())
 	rest := mustJSON(t, restEvent("GET", "/v1/capabilities", "t", ""))
-	v1Payload := mustJSON(t, func() map[string]any { ev := restEvent("GET", "/v1/capabilities", "t", ""); ev["version"] = "1.0"; return ev }())
+	v1Payload := mustJSON(t, func() map[string]any {
+		ev := restEvent("GET", "/v1/capabilities", "t", "")
+		ev["version"] = "1.0"
+		return ev
+	}())
 	alb := mustJSON(t, albEvent("GET", "/v1/capabilities", "t", ""))
 
 	tests := []struct {
@@ -424,4 +428,30 @@ func staticSource(t *testing.T, cfg config.Config) functions.TokenSource {
 		t.Fatal(err)
 	}
 	return src
+}
+
+func TestLambdaModeConfig(t *testing.T) {
+	for _, tt := range []struct {
+		value, want string
+		ok          bool
+	}{
+		{"", config.LambdaModeAuto, true},
+		{"auto", config.LambdaModeAuto, true},
+		{"Stream", config.LambdaModeStream, true},
+		{" buffered ", config.LambdaModeBuffered, true},
+		{"sideways", "", false},
+	} {
+		cfg, err := config.Load(func(k string) string {
+			if k == "RUNNER_LAMBDA_MODE" {
+				return tt.value
+			}
+			return ""
+		})
+		if tt.ok && (err != nil || cfg.LambdaMode != tt.want) {
+			t.Errorf("RUNNER_LAMBDA_MODE=%q: %q, %v; want %q", tt.value, cfg.LambdaMode, err, tt.want)
+		}
+		if !tt.ok && (err == nil || !strings.Contains(err.Error(), "RUNNER_LAMBDA_MODE")) {
+			t.Errorf("RUNNER_LAMBDA_MODE=%q: error %v, want one naming the variable", tt.value, err)
+		}
+	}
 }

@@ -404,4 +404,3 @@ func TestRIESecretsManager(t *testing.T) {
 		}
 	}
 }
-
