@@ -61,6 +61,10 @@ func (httpKind) Prepare(c *Compiler) Step {
 	}
 	if raw, ok := c.Literal("url"); ok {
 		prepareLiteralURL(c, raw)
+	} else if raw, _ := c.Raw("url"); raw != nil {
+		if host, ok := templatedHost(raw); ok {
+			prepareHost(c, host)
+		}
 	}
 	if m, ok := c.Literal("method"); ok {
 		prepareLiteralMethod(c, m)
@@ -79,7 +83,12 @@ func prepareLiteralURL(c *Compiler, raw string) {
 		c.Errorf("url", "node %q: must be an absolute http or https URL", c.NodeID())
 		return
 	}
-	host := permission.NormalizeHost(u.Host)
+	prepareHost(c, permission.NormalizeHost(u.Host))
+}
+
+// prepareHost checks the host of the first hop, known before the run,
+// against the policy's hosts lists and declares its http.request.
+func prepareHost(c *Compiler, host string) {
 	if c.p.svc.http != nil { // else the policy is invalid, and reported
 		if why := policyRefuses(c.p.svc.policy, host); why != "" {
 			c.Errorf("url", "node %q: host %s %s", c.NodeID(), host, why)
@@ -87,6 +96,42 @@ func prepareLiteralURL(c *Compiler, raw string) {
 		}
 	}
 	c.StaticAction(protocol.ActionHTTPRequest, host)
+}
+
+// templatedHost returns the host of a templated URL whose scheme and
+// host are written out before the first template, as in
+// "https://api.example.com/issues/${{ input.issue }}": the host cannot
+// change at run time, so it is decided before anything runs like a literal
+// URL's.
+func templatedHost(raw any) (string, bool) {
+	s, _ := raw.(string)
+	i := strings.Index(s, "${{")
+	if i < 0 {
+		return "", false
+	}
+	prefix := s[:i]
+	var rest string
+	switch {
+	case strings.HasPrefix(prefix, "https://"):
+		rest = prefix[len("https://"):]
+	case strings.HasPrefix(prefix, "http://"):
+		rest = prefix[len("http://"):]
+	default:
+		return "", false
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		return "", false // the template may still be part of the host
+	}
+	authority := rest[:end]
+	if authority == "" || strings.ContainsAny(authority, "@$") {
+		return "", false // userinfo is refused by egress, at run time
+	}
+	u, err := url.Parse("http://" + authority + "/")
+	if err != nil || u.Hostname() == "" {
+		return "", false
+	}
+	return permission.NormalizeHost(u.Host), true
 }
 
 // policyRefuses applies runtime.http.policy's hosts lists as egress does

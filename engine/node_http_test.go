@@ -338,14 +338,16 @@ func TestHTTPNodePrepare(t *testing.T) {
 	}
 }
 
-// A literal URL's host is decided in preflight, before any node runs: a
-// consent there costs no request.
+// The host of a literal URL, or of a templated one whose host is written
+// out, is decided in preflight, before any node runs: a denial or a consent
+// there costs no request.
 func TestHTTPNodePreflight(t *testing.T) {
 	srv := newSvcEcho(t)
 	e, _ := svcEngine(t, nil)
 	s := svcRun(t, e, svcReq{
 		workflow: `{"nodes":[{"id":"first","type":"http","with":{"url":"` + srv.URL + `/1"}},
-			{"id":"h","type":"http","needs":["first"],"with":{"url":"https://api.example.com/x"}}]}`,
+			{"id":"h","type":"http","needs":["first"],"with":{"url":"https://API.example.com:8443/x/${{ input.id }}"}}]}`,
+		input:   `{"id":"7"}`,
 		runtime: `{"http":{"policy":{"allowPrivateNetwork":true}}}`,
 		extra:   `"permissions":["http:127.0.0.1"]`,
 	})
@@ -387,5 +389,31 @@ func TestExamplesPrepare(t *testing.T) {
 			e, _ := svcEngine(t, nil)
 			prepareReq(t, e, string(b))
 		})
+	}
+}
+
+func TestTemplatedHost(t *testing.T) {
+	tests := []struct {
+		url  any
+		host string // "" when the host is not static
+	}{
+		{"https://api.example.com/issues/${{ input.issue }}", "api.example.com"},
+		{"http://API.Example.com:8080/${{ input.p }}", "api.example.com"},
+		{"https://api.example.com?q=${{ input.q }}", "api.example.com"},
+		{"https://[::1]:443/${{ input.p }}", "::1"},
+		{"https://${{ input.host }}/x", ""},
+		{"https://api.${{ input.domain }}/x", ""},
+		{"https://api.example.com${{ input.path }}", ""}, // could be ".evil.com"
+		{"https://user@api.example.com/${{ input.p }}", ""},
+		{"${{ input.url }}", ""},
+		{"ftp://files.example.com/${{ input.p }}", ""},
+		{"https://api.example.com/plain", ""}, // literal: prepareLiteralURL's
+		{42.0, ""},
+	}
+	for _, tt := range tests {
+		host, ok := templatedHost(tt.url)
+		if host != tt.host || ok != (tt.host != "") {
+			t.Errorf("templatedHost(%v) = %q, %v; want %q", tt.url, host, ok, tt.host)
+		}
 	}
 }

@@ -27,10 +27,11 @@ import (
 //	echo {text}  the text
 //	fail         an isError result: "the tool failed on purpose"
 //	whoami       an isError result quoting the Authorization header it got
-//	slow         blocks until the call is cancelled
+//	slow         blocks until the call is cancelled or the test ends
 type svcMCP struct {
 	*httptest.Server
-	srv *mcp.Server
+	srv     *mcp.Server
+	release chan struct{} // closed when the test ends: ends slow calls
 
 	mu    sync.Mutex
 	calls []string // tool names, in call order
@@ -51,7 +52,7 @@ type svcEchoIn struct {
 
 func newSvcMCP(t *testing.T) *svcMCP {
 	t.Helper()
-	m := &svcMCP{srv: mcp.NewServer(&mcp.Implementation{Name: "svc-test", Version: "1"}, nil)}
+	m := &svcMCP{srv: mcp.NewServer(&mcp.Implementation{Name: "svc-test", Version: "1"}, nil), release: make(chan struct{})}
 	mcp.AddTool(m.srv, &mcp.Tool{Name: "add", Description: "Adds two integers."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in svcAddIn) (*mcp.CallToolResult, svcAddOut, error) {
 			m.record("add")
@@ -75,12 +76,19 @@ func newSvcMCP(t *testing.T) *svcMCP {
 	mcp.AddTool(m.srv, &mcp.Tool{Name: "slow", Description: "Never answers."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			m.record("slow")
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
+			// The client's cancellation is a notification that may lose
+			// the race with its goodbye: the end of the test ends it too,
+			// since closing a session waits for its running tools.
+			select {
+			case <-ctx.Done():
+			case <-m.release:
+			}
+			return nil, nil, errors.New("slow call ended")
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.srv }, nil)
 	m.Server = httptest.NewServer(h)
 	t.Cleanup(func() {
+		close(m.release)
 		// Sessions whose client could not say goodbye would outlive the
 		// test otherwise.
 		for ss := range m.srv.Sessions() {

@@ -1,0 +1,171 @@
+package config
+
+import (
+	"errors"
+	"log/slog"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// env is a fake environment for Load.
+type env map[string]string
+
+func (e env) get(name string) string { return e[name] }
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load(env{}.get)
+	if err != nil {
+		t.Fatalf("Load of an empty environment: %v", err)
+	}
+	want := Config{
+		LambdaMode:           LambdaModeAuto,
+		Addr:                 "127.0.0.1:8080",
+		TokenCacheTTL:        5 * time.Minute,
+		TokenRefreshGap:      30 * time.Second,
+		LogLevel:             slog.LevelInfo,
+		MemoryMB:             512,
+		Timeout:              900 * time.Second,
+		Reserve:              500 * time.Millisecond,
+		MaxRequestBytes:      6 << 20,
+		MaxNodes:             10_000,
+		MaxConcurrency:       16,
+		MaxMapItems:          10_000,
+		MaxChildDepth:        8,
+		MaxEventBytes:        64 << 10,
+		MaxOutputBytes:       4 << 20,
+		MemoryBudget:         128 << 20, // a quarter of 512 MB
+		HTTPMaxResponseBytes: 1 << 20,
+		HTTPTimeout:          30 * time.Second,
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+	if got := c.MaxDuration(); got != 899500*time.Millisecond {
+		t.Errorf("MaxDuration = %s, want the timeout less the reserve, 14m59.5s", got)
+	}
+}
+
+func TestLoadValues(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   env
+		check func(c Config) bool
+	}{
+		{"lambda", env{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}, func(c Config) bool { return c.Lambda && c.RuntimeAPI == "127.0.0.1:9001" }},
+		{"not lambda", env{}, func(c Config) bool { return !c.Lambda }},
+		{"address", env{"RUNNER_ADDR": " :9090 "}, func(c Config) bool { return c.Addr == ":9090" }},
+		{"tokens", env{"RUNNER_TOKENS": " a ,, b,c "}, func(c Config) bool { return reflect.DeepEqual(c.Tokens, []string{"a", "b", "c"}) }},
+		{"blank tokens", env{"RUNNER_TOKENS": " , "}, func(c Config) bool { return len(c.Tokens) == 0 }},
+		{"token secret", env{"RUNNER_TOKEN_SECRET_ID": " arn:aws:secretsmanager:x "}, func(c Config) bool { return c.TokenSecretID == "arn:aws:secretsmanager:x" }},
+		{"token cache", env{"RUNNER_TOKEN_CACHE_TTL": "90s", "RUNNER_TOKEN_REFRESH_INTERVAL": "2s"}, func(c Config) bool {
+			return c.TokenCacheTTL == 90*time.Second && c.TokenRefreshGap == 2*time.Second
+		}},
+		{"log level", env{"RUNNER_LOG_LEVEL": "debug"}, func(c Config) bool { return c.LogLevel == slog.LevelDebug }},
+		{"lambda mode", env{"RUNNER_LAMBDA_MODE": "STREAM"}, func(c Config) bool { return c.LambdaMode == LambdaModeStream }},
+		{"timeout and reserve", env{"RUNNER_TIMEOUT_SECONDS": "60", "RUNNER_RESERVE_MS": "1500"}, func(c Config) bool {
+			return c.MaxDuration() == 58500*time.Millisecond
+		}},
+		{"local memory", env{"RUNNER_MEMORY_MB": "1024"}, func(c Config) bool {
+			return c.MemoryMB == 1024 && c.MemoryBudget == 256<<20 && c.MaxOutputBytes == 4<<20
+		}},
+		// The function's real memory size wins over the local setting.
+		{"lambda memory", env{"RUNNER_MEMORY_MB": "1024", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "2048"}, func(c Config) bool {
+			return c.MemoryMB == 2048 && c.MemoryBudget == 512<<20
+		}},
+		// A small budget caps the per-node output by default.
+		{"small budget", env{"RUNNER_MEMORY_BUDGET_BYTES": "65536"}, func(c Config) bool {
+			return c.MemoryBudget == 65536 && c.MaxOutputBytes == 65536
+		}},
+		{"output cap", env{"RUNNER_MAX_OUTPUT_BYTES": "1000"}, func(c Config) bool { return c.MaxOutputBytes == 1000 }},
+		{"limits", env{"RUNNER_MAX_NODES": "5", "RUNNER_MAX_CONCURRENCY": "2", "RUNNER_MAX_MAP_ITEMS": "7", "RUNNER_MAX_CHILD_DEPTH": "3",
+			"RUNNER_MAX_EVENT_BYTES": "4096", "RUNNER_MAX_REQUEST_BYTES": "2048"}, func(c Config) bool {
+			return c.MaxNodes == 5 && c.MaxConcurrency == 2 && c.MaxMapItems == 7 && c.MaxChildDepth == 3 &&
+				c.MaxEventBytes == 4096 && c.MaxRequestBytes == 2048
+		}},
+		{"models", env{"RUNNER_MODELS": `[{"role":"general","provider":"openai","model":"m","baseUrl":"http://127.0.0.1:1"}]`}, func(c Config) bool {
+			return reflect.DeepEqual(c.Models, []protocol.Model{{Role: "general", Provider: "openai", Model: "m", BaseURL: "http://127.0.0.1:1"}})
+		}},
+		{"http", env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8, fd00::/8", "RUNNER_HTTP_MAX_RESPONSE_BYTES": "10", "RUNNER_HTTP_TIMEOUT_MS": "250"}, func(c Config) bool {
+			return reflect.DeepEqual(c.HTTPAllowPrefixes, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}) &&
+				c.HTTPMaxResponseBytes == 10 && c.HTTPTimeout == 250*time.Millisecond
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(tt.env.get)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if !tt.check(c) {
+				t.Errorf("Load(%v) = %+v", tt.env, c)
+			}
+		})
+	}
+}
+
+func TestLoadErrorsNameTheVariable(t *testing.T) {
+	tests := []struct {
+		env   env
+		names []string // every one must be in the error
+	}{
+		{env{"RUNNER_MAX_NODES": "many"}, []string{"RUNNER_MAX_NODES", `"many"`}},
+		{env{"RUNNER_MAX_NODES": "0"}, []string{"RUNNER_MAX_NODES"}},
+		{env{"RUNNER_MAX_CONCURRENCY": "100000"}, []string{"RUNNER_MAX_CONCURRENCY"}},
+		{env{"RUNNER_MAX_MAP_ITEMS": "-1"}, []string{"RUNNER_MAX_MAP_ITEMS"}},
+		{env{"RUNNER_MAX_CHILD_DEPTH": "1.5"}, []string{"RUNNER_MAX_CHILD_DEPTH"}},
+		{env{"RUNNER_MAX_EVENT_BYTES": "10"}, []string{"RUNNER_MAX_EVENT_BYTES"}},
+		{env{"RUNNER_MAX_REQUEST_BYTES": "6MB"}, []string{"RUNNER_MAX_REQUEST_BYTES"}},
+		{env{"RUNNER_MAX_OUTPUT_BYTES": "1"}, []string{"RUNNER_MAX_OUTPUT_BYTES"}},
+		{env{"RUNNER_MEMORY_BUDGET_BYTES": "x"}, []string{"RUNNER_MEMORY_BUDGET_BYTES"}},
+		{env{"RUNNER_MEMORY_MB": "64"}, []string{"RUNNER_MEMORY_MB"}},
+		{env{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "lots"}, []string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE"}},
+		{env{"RUNNER_TIMEOUT_SECONDS": "0"}, []string{"RUNNER_TIMEOUT_SECONDS"}},
+		{env{"RUNNER_RESERVE_MS": "soon"}, []string{"RUNNER_RESERVE_MS"}},
+		{env{"RUNNER_TIMEOUT_SECONDS": "1", "RUNNER_RESERVE_MS": "1000"}, []string{"RUNNER_RESERVE_MS", "RUNNER_TIMEOUT_SECONDS"}},
+		{env{"RUNNER_TOKEN_CACHE_TTL": "5"}, []string{"RUNNER_TOKEN_CACHE_TTL"}},
+		{env{"RUNNER_TOKEN_REFRESH_INTERVAL": "-1s"}, []string{"RUNNER_TOKEN_REFRESH_INTERVAL"}},
+		{env{"RUNNER_LOG_LEVEL": "loud"}, []string{"RUNNER_LOG_LEVEL"}},
+		{env{"RUNNER_LAMBDA_MODE": "sometimes"}, []string{"RUNNER_LAMBDA_MODE"}},
+		{env{"RUNNER_MODELS": `{"role":"general"}`}, []string{"RUNNER_MODELS"}},
+		{env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8,intranet"}, []string{"RUNNER_HTTP_ALLOW_CIDRS", `"intranet"`}},
+		{env{"RUNNER_HTTP_MAX_RESPONSE_BYTES": "0"}, []string{"RUNNER_HTTP_MAX_RESPONSE_BYTES"}},
+		{env{"RUNNER_HTTP_TIMEOUT_MS": "1m"}, []string{"RUNNER_HTTP_TIMEOUT_MS"}},
+		// Every problem at once, not the first only.
+		{env{"RUNNER_MAX_NODES": "x", "RUNNER_LOG_LEVEL": "y", "RUNNER_HTTP_TIMEOUT_MS": "z"}, []string{"RUNNER_MAX_NODES", "RUNNER_LOG_LEVEL", "RUNNER_HTTP_TIMEOUT_MS"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.names, "+"), func(t *testing.T) {
+			_, err := Load(tt.env.get)
+			if err == nil {
+				t.Fatalf("Load(%v) accepted a bad value", tt.env)
+			}
+			for _, name := range tt.names {
+				if !strings.Contains(err.Error(), name) {
+					t.Errorf("error %q does not name %s", err, name)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadReportsEachProblemSeparately(t *testing.T) {
+	_, err := Load(env{"RUNNER_MAX_NODES": "x", "RUNNER_MAX_MAP_ITEMS": "y"}.get)
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 2 {
+		t.Fatalf("error %v: want the two problems joined", err)
+	}
+}
+
+func TestLoadKeepsSecretsOutOfErrors(t *testing.T) {
+	// A malformed model table may hold API keys: the error says what is
+	// wrong, never what was written.
+	_, err := Load(env{"RUNNER_MODELS": `[{"role":"general","apiKey":"sk-secret-123",}]`}.get)
+	if err == nil || strings.Contains(err.Error(), "sk-secret-123") {
+		t.Errorf("error %v: want a refusal that does not quote the key", err)
+	}
+}
