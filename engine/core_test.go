@@ -354,10 +354,11 @@ func TestSkipPropagation(t *testing.T) {
 }
 
 func TestFailureStopsDependents(t *testing.T) {
-	sawCancel := make(chan struct{})
+	slowRuns, sawCancel := make(chan struct{}), make(chan struct{})
 	e := newTestEngine(map[string]Kind{
 		// slow runs beside boom and must be cancelled by boom's failure.
 		"slow": stepKind(func(ctx context.Context, _ *Call) (any, error) {
+			close(slowRuns)
 			select {
 			case <-ctx.Done():
 				close(sawCancel)
@@ -366,10 +367,20 @@ func TestFailureStopsDependents(t *testing.T) {
 				return "not cancelled", nil
 			}
 		}),
+		// ready holds boom back until slow is surely running.
+		"ready": stepKind(func(context.Context, *Call) (any, error) {
+			select {
+			case <-slowRuns:
+				return nil, nil
+			case <-time.After(30 * time.Second):
+				return nil, errors.New("slow never ran")
+			}
+		}),
 	})
 	const wf = `{"nodes":[
 		{"id":"slow","type":"slow"},
-		{"id":"boom","type":"fail","with":{"message":"kaput","code":"BROKEN"}},
+		{"id":"ready","type":"ready"},
+		{"id":"boom","type":"fail","needs":["ready"],"with":{"message":"kaput","code":"BROKEN"}},
 		{"id":"after","type":"set","needs":["boom"],"with":{"value":1}},
 		{"id":"later","type":"set","needs":["after"],"with":{"value":2}}]}`
 	s, sum := runBody(t, e, reqBody(wf, ""))
@@ -492,7 +503,7 @@ func TestRunContextEndsRunningWork(t *testing.T) {
 			// in-band, before the caller's own deadline.
 			name: "deadline",
 			ctx: func() (context.Context, context.CancelFunc) {
-				return context.WithTimeout(context.Background(), 200*time.Millisecond)
+				return context.WithTimeout(context.Background(), time.Second)
 			},
 			wantCode: protocol.CodeDeadlineExceeded,
 			wantMsg:  "deadline exceeded",
@@ -510,7 +521,9 @@ func TestRunContextEndsRunningWork(t *testing.T) {
 					return nil, ctx.Err()
 				}),
 			})
-			e.Limits.Reserve = 100 * time.Millisecond
+			// Half the caller's second: time enough for the node to start
+			// on a loaded machine.
+			e.Limits.Reserve = 500 * time.Millisecond
 			x := prepareReq(t, e, reqBody(`{"nodes":[{"id":"block","type":"block"},{"id":"next","type":"set","needs":["block"]}]}`, ""))
 			ctx, cancel := tt.ctx()
 			defer cancel()
