@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 LDFLAGS   := -s -w -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: run test test-short build bench bench-lambda lint tools fuzz clean build-RunnerFunction
+.PHONY: run test test-short build bench bench-lambda lint tools clean build-RunnerFunction
 
 ## run: the runner as a local HTTP server with a generated dev token
 run:

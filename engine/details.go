@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"fmt"
-
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/permission"
@@ -27,13 +25,6 @@ func (d *detailList) err() error {
 	}
 	inv := d.inv
 	return &inv
-}
-
-// FieldError is a problem at one path, as adapter packages report it; the
-// engine turns each into a protocol detail.
-type FieldError interface {
-	error
-	FieldPath() string
 }
 
 // addErr records err under path, spreading joined errors and field errors
@@ -64,20 +55,9 @@ func (d *detailList) addErr(path string, err error) {
 		d.add(fe.Path, "%s", fe.Message)
 		return
 	}
-	if fe, ok := err.(FieldError); ok {
-		d.add(fe.FieldPath(), "%s", fieldMessage(fe))
-		return
-	}
 	if inv, ok := err.(*protocol.Invalid); ok {
 		d.inv.Details = append(d.inv.Details, inv.Details...)
 		return
 	}
 	d.add(path, "%v", err)
-}
-
-func fieldMessage(fe FieldError) string {
-	if m, ok := fe.(interface{ FieldMessage() string }); ok {
-		return m.FieldMessage()
-	}
-	return fmt.Sprint(fe.Error())
 }
