@@ -58,27 +58,11 @@ func wtEvents[T protocol.Event](s *wtSink, keep func(id string) bool) []T {
 	defer s.mu.Unlock()
 	var out []T
 	for _, e := range s.events {
-		if v, ok := e.(T); ok && keep(wtNodeID(e)) {
+		if v, ok := e.(T); ok && keep(eventNode(e)) {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-func wtNodeID(e protocol.Event) string {
-	switch e := e.(type) {
-	case *protocol.NodeStarted:
-		return e.NodeID
-	case *protocol.NodeCompleted:
-		return e.NodeID
-	case *protocol.NodeFailed:
-		return e.NodeID
-	case *protocol.NodeSuspended:
-		return e.NodeID
-	case *protocol.PermissionDecision:
-		return e.NodeID
-	}
-	return ""
 }
 
 func wtIs(id string) func(string) bool { return func(s string) bool { return s == id } }
