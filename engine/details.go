@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"github.com/runnerd/lambda-runner/engine/egress"
-	"github.com/runnerd/lambda-runner/engine/models"
-	"github.com/runnerd/lambda-runner/engine/permission"
-	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -41,17 +37,7 @@ func (d *detailList) addErr(path string, err error) {
 	}
 	// The adapters' own field errors carry the request path they found the
 	// problem at, and messages already free of secrets.
-	switch fe := err.(type) {
-	case *permission.FieldError:
-		d.add(fe.Path, "%s", fe.Message)
-		return
-	case *models.FieldError:
-		d.add(fe.Path, "%s", fe.Message)
-		return
-	case *toolsets.FieldError:
-		d.add(fe.Path, "%s", fe.Message)
-		return
-	case *egress.FieldError:
+	if fe, ok := err.(*protocol.Detail); ok {
 		d.add(fe.Path, "%s", fe.Message)
 		return
 	}

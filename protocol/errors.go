@@ -102,6 +102,11 @@ func (e *Invalid) Response() ErrorResponse {
 	}}
 }
 
+// Error makes a *Detail an error, so that validators outside this package
+// (permissions, models, toolsets, HTTP policy) report problems in the one
+// shape the 400 body carries.
+func (d *Detail) Error() string { return d.String() }
+
 func (d Detail) String() string {
 	if d.Path == "" {
 		return d.Message

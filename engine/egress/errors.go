@@ -1,6 +1,10 @@
 package egress
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
 
 // Error codes carried by *Error; they are the node error codes of the
 // workflow http node.
@@ -35,10 +39,4 @@ func failed(format string, args ...any) *Error {
 // located by its JSON path (for example
 // "runtime.http.policy.denyHosts[1]"), ready for an INVALID_EXECUTION
 // detail.
-type FieldError struct {
-	Path    string
-	Message string
-}
-
-// Error returns "path: message".
-func (e *FieldError) Error() string { return e.Path + ": " + e.Message }
+type FieldError = protocol.Detail

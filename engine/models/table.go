@@ -15,13 +15,7 @@ const GeneralRole = "general"
 
 // FieldError is one problem in a model table, at a path such as
 // "runtime.models[1].provider".
-type FieldError struct {
-	Path    string
-	Message string
-}
-
-// Error implements error.
-func (e *FieldError) Error() string { return e.Path + ": " + e.Message }
+type FieldError = protocol.Detail
 
 // FieldErrors returns every *FieldError in err, which may be one or a
 // join of several (as [NewTable] returns), in order.

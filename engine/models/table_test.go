@@ -28,38 +28,38 @@ func TestNewTableValidation(t *testing.T) {
 		}},
 		{name: "unknown provider", path: "runtime.models", models: []protocol.Model{
 			ok, {Role: "x", Provider: "x", Model: "m"},
-		}, want: []FieldError{{"runtime.models[1].provider", `unknown provider "x" (want openai, anthropic or bedrock)`}}},
+		}, want: []FieldError{{Path: "runtime.models[1].provider", Message: `unknown provider "x" (want openai, anthropic or bedrock)`}}},
 		{name: "missing fields", path: "RUNNER_MODELS", models: []protocol.Model{{}},
 			want: []FieldError{
-				{"RUNNER_MODELS[0].role", "is required"},
-				{"RUNNER_MODELS[0].provider", "is required (openai, anthropic or bedrock)"},
-				{"RUNNER_MODELS[0].model", "is required"},
+				{Path: "RUNNER_MODELS[0].role", Message: "is required"},
+				{Path: "RUNNER_MODELS[0].provider", Message: "is required (openai, anthropic or bedrock)"},
+				{Path: "RUNNER_MODELS[0].model", Message: "is required"},
 			}},
 		{name: "duplicate role", path: "runtime.models", models: []protocol.Model{ok, ok},
-			want: []FieldError{{"runtime.models[1].role", `duplicate role "general" (also runtime.models[0])`}}},
+			want: []FieldError{{Path: "runtime.models[1].role", Message: `duplicate role "general" (also runtime.models[0])`}}},
 		{name: "base url scheme", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "ftp://example.com"},
-		}, want: []FieldError{{"runtime.models[0].baseUrl", "must be an http or https URL"}}},
+		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "must be an http or https URL"}}},
 		{name: "base url relative", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "/v1"},
-		}, want: []FieldError{{"runtime.models[0].baseUrl", "must be an http or https URL"}}},
+		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "must be an http or https URL"}}},
 		{name: "base url no host", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "https://"},
-		}, want: []FieldError{{"runtime.models[0].baseUrl", "must name a host"}}},
+		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "must name a host"}}},
 		{name: "base url unparsable", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "http://user:s3cr%zz@host"},
-		}, want: []FieldError{{"runtime.models[0].baseUrl", "is not a valid URL"}}},
+		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "is not a valid URL"}}},
 		{name: "ranges", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", Temperature: ptr(2.5), MaxTokens: ptr(0)},
 		}, want: []FieldError{
-			{"runtime.models[0].temperature", "must be between 0 and 2"},
-			{"runtime.models[0].maxTokens", "must be positive"},
+			{Path: "runtime.models[0].temperature", Message: "must be between 0 and 2"},
+			{Path: "runtime.models[0].maxTokens", Message: "must be positive"},
 		}},
 		{name: "headers", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", Headers: map[string]string{"Bad Name": "v", "X-Ok": "line\nbreak"}},
 		}, want: []FieldError{
-			{`runtime.models[0].headers["Bad Name"]`, "is not a valid header name"},
-			{`runtime.models[0].headers["X-Ok"]`, "value must not contain CR, LF or NUL"},
+			{Path: `runtime.models[0].headers["Bad Name"]`, Message: "is not a valid header name"},
+			{Path: `runtime.models[0].headers["X-Ok"]`, Message: "value must not contain CR, LF or NUL"},
 		}},
 	}
 	for _, tt := range tests {

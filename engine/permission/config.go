@@ -13,12 +13,7 @@ import (
 // relative to the request body ("permissions[2]", "toolPolicies[0].decision",
 // "authorization.grants[1].resource") so that it can be reported as is in
 // the details of a 400 INVALID_EXECUTION.
-type FieldError struct {
-	Path    string
-	Message string
-}
-
-func (e *FieldError) Error() string { return e.Path + ": " + e.Message }
+type FieldError = protocol.Detail
 
 // New validates c and builds its Decider. Validation is complete rather than
 // fail-fast: the error joins (errors.Join) one *FieldError per problem, in

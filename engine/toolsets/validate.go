@@ -22,12 +22,7 @@ const maxNameLen = 64
 // FieldError is one problem in a toolset definition. Path names the field
 // ("runtime.toolsets[1].url") so that it can be reported as is in the details
 // of a 400 INVALID_EXECUTION. Message never contains a header value.
-type FieldError struct {
-	Path    string
-	Message string
-}
-
-func (e *FieldError) Error() string { return e.Path + ": " + e.Message }
+type FieldError = protocol.Detail
 
 // reservedHeaders are set by the MCP transport or by net/http itself: a
 // toolset header with one of these names would break the protocol or be
