@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -113,27 +111,7 @@ func TestMapRuns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, _ := wtEngine(tt.limits)
 			s := wtRun(t, nil, e, wtReq(t, tt.wf, tt.input))
-			if tt.output != "" {
-				wtSameJSON(t, "output", s.result(t).Output, tt.output)
-			} else {
-				ee := s.execError(t)
-				if ee.NodeID != tt.nodeID || !strings.Contains(ee.Message, tt.message) {
-					t.Errorf("terminal error %s, want nodeId %q and a message with %q", wtJSON(ee), tt.nodeID, tt.message)
-				}
-			}
-			for _, f := range tt.failed {
-				id, code, _ := strings.Cut(f, "=")
-				evs := s.failed(id)
-				if len(evs) == 0 || evs[len(evs)-1].Error.Code != code {
-					t.Errorf("node.failed for %s: %s, want code %s", id, wtJSON(evs), code)
-				}
-			}
-			ids := s.startedIDs()
-			for _, id := range tt.started {
-				if !slices.Contains(ids, id) {
-					t.Errorf("no node.started for %q; started: %v", id, ids)
-				}
-			}
+			s.checkOutcome(t, tt.output, tt.nodeID, tt.message, tt.failed, tt.started)
 		})
 	}
 }

@@ -105,6 +105,34 @@ func (s *wtSink) result(t *testing.T) *protocol.Result {
 }
 
 // execError returns the terminal error, failing the test on anything else.
+// checkOutcome checks what a table case expects of an execution: its output
+// when output is set, else the node and message of its terminal error; the
+// code of the last node.failed of each "id=CODE" in failed; and a
+// node.started for each id in started.
+func (s *wtSink) checkOutcome(t *testing.T, output, nodeID, message string, failed, started []string) {
+	t.Helper()
+	if output != "" {
+		wtSameJSON(t, "output", s.result(t).Output, output)
+	} else {
+		ee := s.execError(t)
+		if ee.NodeID != nodeID || !strings.Contains(ee.Message, message) {
+			t.Errorf("terminal error %s, want nodeId %q and a message with %q", wtJSON(ee), nodeID, message)
+		}
+	}
+	for _, f := range failed {
+		id, code, _ := strings.Cut(f, "=")
+		evs := s.failed(id)
+		if len(evs) == 0 || evs[len(evs)-1].Error.Code != code {
+			t.Errorf("node.failed for %s: %s, want code %s", id, wtJSON(evs), code)
+		}
+	}
+	for _, id := range started {
+		if len(s.started(id)) == 0 {
+			t.Errorf("no node.started for %q; started: %v", id, s.startedIDs())
+		}
+	}
+}
+
 func (s *wtSink) execError(t *testing.T) protocol.ExecutionError {
 	t.Helper()
 	s.mu.Lock()
@@ -426,26 +454,7 @@ func TestChildWorkflowRuns(t *testing.T) {
 				}
 			})
 			s := wtRun(t, nil, e, wtReq(t, tt.wf, tt.input, tt.children...))
-			if tt.output != "" {
-				wtSameJSON(t, "output", s.result(t).Output, tt.output)
-			} else {
-				ee := s.execError(t)
-				if ee.NodeID != tt.nodeID || !strings.Contains(ee.Message, tt.message) {
-					t.Errorf("terminal error %s, want nodeId %q and a message with %q", wtJSON(ee), tt.nodeID, tt.message)
-				}
-			}
-			for _, f := range tt.failed {
-				id, code, _ := strings.Cut(f, "=")
-				evs := s.failed(id)
-				if len(evs) == 0 || evs[len(evs)-1].Error.Code != code {
-					t.Errorf("node.failed for %s: %s, want code %s", id, wtJSON(evs), code)
-				}
-			}
-			for _, id := range tt.started {
-				if len(s.started(id)) == 0 {
-					t.Errorf("no node.started for %q; started: %v", id, s.startedIDs())
-				}
-			}
+			s.checkOutcome(t, tt.output, tt.nodeID, tt.message, tt.failed, tt.started)
 		})
 	}
 }
