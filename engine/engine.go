@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runnerd/lambda-runner/redact"
+
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/permission"
@@ -96,7 +98,7 @@ type Execution struct {
 	input        any
 	trace        bool
 	secretValues map[string]any
-	redact       *redactor
+	redact       *redact.Redactor
 	decider      *permission.Decider
 	models       *models.Table  // runtime.models, else the deployment's
 	http         *egress.Client // this execution's, released by Run
@@ -166,7 +168,7 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 	}
 	// The deployment's model keys too: a provider may echo them, and the
 	// table serves every execution that brings no runtime.models.
-	x.redact = newRedactor(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
+	x.redact = redact.New(append(secretsOf(req), e.Services.ModelTable.Secrets()...)...)
 	return x, nil
 }
 

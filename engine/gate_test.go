@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/redact"
+
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -910,7 +912,7 @@ func TestGateAuditLogLine(t *testing.T) {
 			nodes: `[{"id":"fetch","type":"t_http","with":{"url":"https://${{ secrets.backend }}/x"}}]`,
 			extra: `"runtime":{"http":{"secrets":{"backend":"` + secretHost + `"}}}`,
 			want: []map[string]any{
-				{"nodeId": "fetch", "action": "http.request", "resource": Redacted, "decision": "allow", "source": "default", "preflight": false},
+				{"nodeId": "fetch", "action": "http.request", "resource": redact.Marker, "decision": "allow", "source": "default", "preflight": false},
 			},
 		},
 		{
@@ -918,7 +920,7 @@ func TestGateAuditLogLine(t *testing.T) {
 			nodes: `[{"id":"fetch","type":"t_http","with":{"url":"https://${{ secrets.backend }}/x"}}]`,
 			extra: `"permissions":["http:api.example.com"],"runtime":{"http":{"secrets":{"backend":"` + secretHost + `"}}}`,
 			want: []map[string]any{
-				{"nodeId": "fetch", "action": "http.request", "resource": Redacted, "decision": "deny", "source": "permissions", "preflight": false},
+				{"nodeId": "fetch", "action": "http.request", "resource": redact.Marker, "decision": "deny", "source": "permissions", "preflight": false},
 			},
 		},
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/runnerd/lambda-runner/redact"
+
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -179,7 +181,7 @@ func TestHTTPNode(t *testing.T) {
 			http: allowPrivate + `,"secrets":{"tracker":{"value":"tr4cker-t0ken","hosts":["127.0.0.1"]}}`,
 			check: func(t *testing.T, out any) {
 				// The output holds it redacted: the wire form of outputs.
-				if got := svcGet(out, "body", "headers", "Authorization"); got != "Bearer "+Redacted {
+				if got := svcGet(out, "body", "headers", "Authorization"); got != "Bearer "+redact.Marker {
 					t.Errorf("server saw Authorization %v", got)
 				}
 			},

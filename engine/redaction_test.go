@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnerd/lambda-runner/redact"
+
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -146,8 +148,8 @@ func TestRedaction(t *testing.T) {
 					}
 				}
 			}
-			if !strings.Contains(stream.String(), Redacted) {
-				t.Errorf("no %s in the stream: the secrets never came back, the test proves nothing:\n%s", Redacted, stream.String())
+			if !strings.Contains(stream.String(), redact.Marker) {
+				t.Errorf("no %s in the stream: the secrets never came back, the test proves nothing:\n%s", redact.Marker, stream.String())
 			}
 			if !strings.Contains(logs.String(), "permission decision") {
 				t.Errorf("no log line: the logs were not captured:\n%s", logs.String())

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/runnerd/lambda-runner/redact"
+
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -176,11 +178,11 @@ func (r *run) marshal(v any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	red := r.x.redact.JSON(b)
+	red := r.x.redact.Bytes(b)
 	if !json.Valid(red) {
 		// A secret matched across JSON syntax (a number, say): redact the
 		// value's strings instead and mask what is left.
-		return json.Marshal(Redacted)
+		return json.Marshal(redact.Marker)
 	}
 	return red, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/runnerd/lambda-runner/redact"
 )
 
 // ExecutionRequest is the body of POST /v1/executions.
@@ -98,7 +100,7 @@ func (s *Secret) UnmarshalJSON(b []byte) error {
 }
 
 // String never reveals the value, so a Secret printed by mistake is harmless.
-func (s Secret) String() string { return "[REDACTED]" }
+func (s Secret) String() string { return redact.Marker }
 
 // Authorization carries launch grants: consents already given.
 type Authorization struct {

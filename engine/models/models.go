@@ -14,8 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
+
+	"github.com/runnerd/lambda-runner/redact"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -146,56 +147,29 @@ func (e *Error) Unwrap() error { return e.cause }
 // maxMessageLen bounds Error.Message: an error page can be megabytes of HTML.
 const maxMessageLen = 1000
 
-// redacted replaces every secret in an error message.
-const redacted = "[REDACTED]"
-
 // scrubber removes a model entry's secrets from text that came back from a
 // server or an SDK, which may echo request headers.
-type scrubber []string
+type scrubber struct{ r *redact.Redactor }
 
 // newScrubber collects the secrets of m: its API key, its header values and
-// the password of its base URL, each also in the escaped forms a server
-// might echo them in.
+// the password of its base URL. The redactor knows their escaped forms and
+// the credential part of "Bearer …" values.
 func newScrubber(m protocol.Model) scrubber {
-	var raw []string
-	raw = append(raw, m.APIKey)
+	raw := []string{strings.TrimSpace(m.APIKey)}
 	for _, v := range m.Headers {
-		raw = append(raw, v)
+		raw = append(raw, strings.TrimSpace(v))
 	}
 	if u, err := url.Parse(m.BaseURL); err == nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
 			raw = append(raw, p, u.User.String())
 		}
 	}
-	seen := map[string]bool{}
-	var s scrubber
-	for _, v := range raw {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}
-		if b, err := json.Marshal(v); err == nil {
-			forms = append(forms, string(b[1:len(b)-1]))
-		}
-		for _, f := range forms {
-			if !seen[f] {
-				seen[f] = true
-				s = append(s, f)
-			}
-		}
-	}
-	// Longest first, so a secret containing another is removed whole.
-	sort.Slice(s, func(i, j int) bool { return len(s[i]) > len(s[j]) })
-	return s
+	return scrubber{redact.New(raw...)}
 }
 
 // scrub returns msg without any secret, trimmed and bounded.
 func (s scrubber) scrub(msg string) string {
-	for _, secret := range s {
-		msg = strings.ReplaceAll(msg, secret, redacted)
-	}
-	msg = strings.TrimSpace(msg)
+	msg = strings.TrimSpace(s.r.String(msg))
 	if len(msg) > maxMessageLen {
 		msg = strings.ToValidUTF8(msg[:maxMessageLen], "") + "…"
 	}

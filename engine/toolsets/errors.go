@@ -2,13 +2,13 @@ package toolsets
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/runnerd/lambda-runner/redact"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -60,24 +60,23 @@ const maxMessageLen = 1000
 // for a secret.
 const minQuerySecretLen = 6
 
-// redacted replaces every secret in messages.
-const redacted = "[REDACTED]"
-
 // scrubber removes a toolset's secrets from messages.
 type scrubber struct {
-	r *strings.Replacer
+	r *redact.Redactor
 }
 
-// newScrubber collects the secrets of a toolset: its header values (and,
-// for "Scheme credentials" values such as "Bearer abc", the credentials
-// alone, which a server may echo without the scheme) and its URL's query
-// values, each also in the escaped forms a server or net/http may print.
+// newScrubber collects the secrets of a toolset: its header values (the
+// redactor adds the credential part of "Bearer …" values, which a server
+// may echo without the scheme, and the escaped forms a server or net/http
+// may print) and its URL's query.
 func newScrubber(headers map[string]string, rawURL string) scrubber {
 	var raw []string
 	for _, v := range headers {
 		v = strings.TrimSpace(v)
 		raw = append(raw, v)
 		if _, cred, ok := strings.Cut(v, " "); ok {
+			// Any scheme, not just the ones the redactor knows: a custom
+			// "ApiKey abc" header is as secret.
 			raw = append(raw, strings.TrimSpace(cred))
 		}
 	}
@@ -96,43 +95,12 @@ func newScrubber(headers map[string]string, rawURL string) scrubber {
 			}
 		}
 	}
-	seen := map[string]bool{}
-	var forms []string
-	for _, v := range raw {
-		if v == "" {
-			continue
-		}
-		fs := []string{v, url.QueryEscape(v), url.PathEscape(v)}
-		if b, err := json.Marshal(v); err == nil {
-			esc := string(b[1 : len(b)-1])
-			// Some encoders (not Go's) also escape '/'.
-			fs = append(fs, esc, strings.ReplaceAll(esc, "/", `\/`))
-		}
-		for _, f := range fs {
-			if !seen[f] {
-				seen[f] = true
-				forms = append(forms, f)
-			}
-		}
-	}
-	if len(forms) == 0 {
-		return scrubber{}
-	}
-	// Longest first, so a secret that contains another is replaced whole.
-	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, redacted)
-	}
-	return scrubber{strings.NewReplacer(pairs...)}
+	return scrubber{redact.New(raw...)}
 }
 
 // scrub returns msg without any secret, trimmed and bounded.
 func (s scrubber) scrub(msg string) string {
-	if s.r != nil {
-		msg = s.r.Replace(msg)
-	}
-	msg = strings.TrimSpace(msg)
+	msg = strings.TrimSpace(s.r.String(msg))
 	if len(msg) > maxMessageLen {
 		msg = strings.ToValidUTF8(msg[:maxMessageLen], "") + "…"
 	}

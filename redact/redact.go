@@ -1,0 +1,187 @@
+// Package redact removes secret values from text the runner shows to
+// anyone: events, error messages, logs and adapter errors.
+//
+// A Redactor knows each secret in the forms it is likely to take on its way
+// back: the value itself; lower- and upper-cased (host names are
+// lower-cased by URL parsing, some services upper-case hex); JSON-escaped
+// (with and without HTML escaping, with '/' escaped or not); URL-escaped
+// (query and path escaping, every reserved byte escaped, '+' or %20 for a
+// space, upper- or lower-case hex); and, for an HTTP credential header
+// value such as "Bearer abc", "Basic abc" or "token abc", the credential
+// alone, which a server may quote without its scheme.
+//
+// What it cannot do: find a secret the workflow itself transformed (split,
+// reversed, base64-encoded, hashed, spread over several messages) and a
+// remote service then echoed back. docs/security.md says so too.
+//
+// The package imports only the standard library, so every layer can use it.
+package redact
+
+import (
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Marker replaces every secret. It holds no character that JSON or URL
+// escaping changes, so redacted JSON stays valid JSON.
+const Marker = "[REDACTED]"
+
+// credentialSchemes are the HTTP authorization schemes whose credential
+// part is a secret of its own. Matched case-insensitively.
+var credentialSchemes = []string{"bearer", "basic", "token"}
+
+// Redactor replaces secret values. The zero value and nil replace nothing.
+// It is safe for concurrent use.
+type Redactor struct {
+	r *strings.Replacer
+}
+
+// New returns a Redactor for secrets. Empty values are ignored.
+func New(secrets ...string) *Redactor {
+	seen := map[string]bool{}
+	var forms []string
+	for _, s := range secrets {
+		values := []string{s}
+		if cred := Credential(s); cred != "" {
+			values = append(values, cred)
+		}
+		for _, v := range values {
+			if v == "" {
+				continue
+			}
+			for _, f := range Forms(v) {
+				if f != "" && !seen[f] {
+					seen[f] = true
+					forms = append(forms, f)
+				}
+			}
+		}
+	}
+	if len(forms) == 0 {
+		return &Redactor{}
+	}
+	// Longest first: strings.Replacer tries pairs in order at each
+	// position, so a secret that contains another is replaced whole.
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, Marker)
+	}
+	return &Redactor{r: strings.NewReplacer(pairs...)}
+}
+
+// String returns s with every known form of every secret replaced by Marker.
+func (r *Redactor) String(s string) string {
+	if r == nil || r.r == nil {
+		return s
+	}
+	return r.r.Replace(s)
+}
+
+// Bytes is String for bytes, such as marshaled JSON (which stays valid).
+func (r *Redactor) Bytes(b []byte) []byte {
+	if r == nil || r.r == nil {
+		return b
+	}
+	return []byte(r.r.Replace(string(b)))
+}
+
+// Empty reports whether r replaces nothing.
+func (r *Redactor) Empty() bool { return r == nil || r.r == nil }
+
+// Credential returns the credential part of an HTTP authorization value
+// such as "Bearer abc" (abc), or "" when v is not one.
+func Credential(v string) string {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !slices.Contains(credentialSchemes, strings.ToLower(scheme)) {
+		return ""
+	}
+	return strings.TrimSpace(cred)
+}
+
+// Forms returns the forms of secret that a Redactor replaces, duplicates
+// included.
+func Forms(secret string) []string {
+	if secret == "" {
+		return nil
+	}
+	var out []string
+	for _, c := range []string{secret, strings.ToLower(secret), strings.ToUpper(secret)} {
+		out = append(out, c)
+		out = append(out, jsonForms(c)...)
+		out = append(out, urlForms(c)...)
+	}
+	return out
+}
+
+// jsonForms are c as it appears inside a JSON string: Go's escaping (HTML
+// characters as \u003c), without HTML escaping, and either with '/'
+// escaped as some other encoders do.
+func jsonForms(c string) []string {
+	var out []string
+	if b, err := json.Marshal(c); err == nil {
+		out = append(out, string(b[1:len(b)-1]))
+	}
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(c) == nil {
+		s := strings.TrimSuffix(sb.String(), "\n")
+		out = append(out, s[1:len(s)-1])
+	}
+	for _, f := range out[:len(out):len(out)] {
+		if strings.Contains(f, "/") {
+			out = append(out, strings.ReplaceAll(f, "/", `\/`))
+		}
+	}
+	return out
+}
+
+// urlForms are c percent-encoded the ways URLs carry it: query escaping
+// ('+' for a space), path-segment and whole-path escaping, and every byte
+// but the unreserved ones escaped with %20 for a space; each also with
+// lower-case hex digits.
+func urlForms(c string) []string {
+	out := []string{url.QueryEscape(c), url.PathEscape(c), (&url.URL{Path: c}).EscapedPath(), escapeAll(c)}
+	for _, f := range out[:len(out):len(out)] {
+		out = append(out, lowerHex(f))
+	}
+	return out
+}
+
+// escapeAll percent-encodes every byte of s except the unreserved ones of
+// RFC 3986.
+func escapeAll(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// lowerHex lower-cases the hex digits of every %XX escape in s.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			for j := i + 1; j <= i+2; j++ {
+				if 'A' <= b[j] && b[j] <= 'F' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			i += 2
+		}
+	}
+	return string(b)
+}
