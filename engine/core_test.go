@@ -225,7 +225,7 @@ func prepareInvalid(t *testing.T, e *Engine, body string) *protocol.Invalid {
 }
 
 // runBody prepares and runs body to its end.
-func runBody(t *testing.T, e *Engine, body string) (*recSink, Summary) {
+func runBody(t *testing.T, e *Engine, body string) (*recSink, protocol.Summary) {
 	t.Helper()
 	x := prepareReq(t, e, body)
 	s := &recSink{}
@@ -528,7 +528,7 @@ func TestRunContextEndsRunningWork(t *testing.T) {
 			ctx, cancel := tt.ctx()
 			defer cancel()
 			s := &recSink{}
-			done := make(chan Summary)
+			done := make(chan protocol.Summary)
 			go func() { done <- x.Run(ctx, s) }()
 			select {
 			case <-started:
@@ -538,7 +538,7 @@ func TestRunContextEndsRunningWork(t *testing.T) {
 			if tt.cancel {
 				cancel()
 			}
-			var sum Summary
+			var sum protocol.Summary
 			select {
 			case sum = <-done:
 			case <-time.After(30 * time.Second):

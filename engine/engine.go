@@ -56,6 +56,8 @@ type Engine struct {
 	// Services configures the runtime services of model, agent, tool and
 	// http nodes; its zero value means nothing configured.
 	Services Services
+	// Observer, if set, is told of executions and node attempts (tracing).
+	Observer Observer
 
 	kinds map[string]Kind
 	// defaultClients serves model calls when Services.Models is nil.

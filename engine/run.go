@@ -35,7 +35,8 @@ type run struct {
 	nodes  atomic.Int64 // node instances started, for maxNodes
 	budget atomic.Int64 // bytes held in node outputs
 	usage  usageCounters
-	svc    *runServices // models, toolsets and http of this execution
+	failed failureCounts // final node failures, for metrics
+	svc    *runServices  // models, toolsets and http of this execution
 
 	mu          sync.Mutex
 	suspensions []protocol.Suspension
@@ -73,20 +74,16 @@ type graphFailure struct {
 func (f *graphFailure) Error() string { return f.nodeID + ": " + f.err.Message }
 func (f *graphFailure) Unwrap() error { return f.err }
 
-// Summary is how an execution ended, for logs and metrics.
-type Summary struct {
-	ExecutionID string
-	Status      string // completed, suspended or failed
-	Nodes       int64
-	Duration    time.Duration
-	Usage       protocol.Usage
-}
-
 // Run executes the workflow, writing node events and exactly one terminal
 // event to sink. The caller has written accepted. Run returns when the
 // terminal event is written; it never panics on a node's behalf.
-func (x *Execution) Run(ctx context.Context, sink Sink) Summary {
+func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 	r := &run{x: x, id: sink.ExecutionID(), sink: sink, start: time.Now()}
+	if o := x.e.Observer; o != nil {
+		var end func(protocol.Summary)
+		ctx, end = o.StartExecution(ctx, r.id)
+		defer func() { end(sum) }()
+	}
 	r.sem = make(chan struct{}, max(1, x.e.Limits.MaxConcurrency))
 	// Services live as long as the run: opened now, closed after the
 	// terminal event (defers run after the Summary below is built).
@@ -101,8 +98,9 @@ func (x *Execution) Run(ctx context.Context, sink Sink) Summary {
 	if !r.suspended.Load() {
 		err = gr.execute(ctx)
 	}
-	status := r.finish(ctx, gr, err)
-	return Summary{ExecutionID: r.id, Status: status, Nodes: r.nodes.Load(), Duration: time.Since(r.start), Usage: r.usageSnapshot()}
+	status, code := r.finish(ctx, gr, err)
+	return protocol.Summary{ExecutionID: r.id, Status: status, Code: code, Nodes: r.nodes.Load(),
+		Duration: time.Since(r.start), Usage: r.usageSnapshot(), Failures: r.failed.list()}
 }
 
 // deadline derives the execution context: the caller's deadline (the
@@ -123,8 +121,9 @@ func (r *run) newGraphRun(g *graph, sc *scope, prefix string, depth int) *graphR
 	return gr
 }
 
-// finish writes the terminal event and returns the execution's status.
-func (r *run) finish(ctx context.Context, gr *graphRun, err error) string {
+// finish writes the terminal event and returns the execution's status and,
+// when it failed, the code of what ended it.
+func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status, code string) {
 	dur := time.Since(r.start).Milliseconds()
 	var f *graphFailure
 	switch {
@@ -133,29 +132,34 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) string {
 		s := r.suspensions
 		r.mu.Unlock()
 		_ = r.sink.Finish(&protocol.Result{Status: protocol.StatusSuspended, Output: json.RawMessage("null"), Usage: r.usageSnapshot(), DurationMs: dur, Suspended: s})
-		return protocol.StatusSuspended
+		return protocol.StatusSuspended, ""
 	case err == nil:
 		out, oerr := gr.output()
 		if oerr == nil {
 			var b []byte
 			if b, oerr = r.marshal(out); oerr == nil {
 				_ = r.sink.Finish(&protocol.Result{Status: protocol.StatusCompleted, Output: b, Usage: r.usageSnapshot(), DurationMs: dur})
-				return protocol.StatusCompleted
+				return protocol.StatusCompleted, ""
 			}
 		}
 		r.fail("", "workflow output: "+r.x.redact.String(oerr.Error()))
+		code = protocol.CodeExecutionFailed
 	case errors.As(err, &f) && f.err.Code == protocol.CodeDeadlineExceeded:
 		// The node did not fail on its own: the execution ran out of time
 		// while it ran. Say that, as when no node was running.
 		r.fail(f.nodeID, "deadline exceeded")
+		code = protocol.CodeDeadlineExceeded
 	case f != nil:
 		r.fail(f.nodeID, fmt.Sprintf("node %s failed: %s: %s", f.nodeID, f.err.Code, r.x.redact.String(f.err.Message)))
+		code = f.err.Code
 	case errors.Is(context.Cause(ctx), errDeadline):
 		r.fail("", "deadline exceeded")
+		code = protocol.CodeDeadlineExceeded
 	default:
 		r.fail("", "cancelled: "+r.x.redact.String(err.Error()))
+		code = protocol.CodeCancelled
 	}
-	return "failed"
+	return "failed", code
 }
 
 func (r *run) fail(nodeID, msg string) {
@@ -463,6 +467,11 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		actx, cancel = context.WithTimeout(ctx, n.timeout)
 	}
 	defer cancel()
+	if o := r.x.e.Observer; o != nil {
+		var end func(status, code string)
+		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
+		defer func() { end(attemptStatus(ne), codeOf(ne)) }()
+	}
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, gr: gr, n: n, sc: gr.sc}
 	out, err = runStep(actx, n, call)
 	dur := time.Since(started).Milliseconds()
@@ -490,6 +499,24 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	return out, nil, ""
 }
 
+// attemptStatus names how an attempt ended, for its span.
+func attemptStatus(ne *NodeError) string {
+	switch {
+	case ne == nil:
+		return statusCompleted
+	case ne.Code == statusSuspended:
+		return statusSuspended
+	}
+	return statusFailed
+}
+
+func codeOf(ne *NodeError) string {
+	if ne == nil || ne.Code == statusSuspended {
+		return ""
+	}
+	return ne.Code
+}
+
 // runStep runs one attempt of a Step and turns a panic into the attempt's
 // failure, so that a started node still ends with node.failed (the recover
 // in runNode only keeps the goroutine alive and cannot emit it).
@@ -503,6 +530,9 @@ func runStep(ctx context.Context, n *node, call *Call) (out any, err error) {
 }
 
 func (gr *graphRun) emitFailed(n *node, attempt int, dur int64, ne *NodeError, retrying bool) {
+	if !retrying {
+		gr.r.failed.add(n.typ, ne.Code)
+	}
 	_ = gr.r.sink.Emit(&protocol.NodeFailed{
 		NodeID: gr.prefix + n.id, NodeType: n.typ, Attempt: attempt, DurationMs: dur,
 		Error:    protocol.NodeError{Code: ne.Code, Message: gr.r.x.redact.String(ne.Message)},

@@ -46,12 +46,25 @@ type Handler struct {
 	Logger *slog.Logger
 	// OnExecution, if set, is told how each accepted execution ended (for
 	// metrics).
-	OnExecution func(ctx context.Context, s engine.Summary)
+	OnExecution func(ctx context.Context, s protocol.Summary)
+	// OnResponse, if set, is told the status of every response the handler
+	// refuses with (4xx and 5xx before acceptance), for metrics.
+	OnResponse func(ctx context.Context, status int)
 }
 
 // ServeHTTP authenticates, routes and serves one request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	log := h.logger().With("requestId", requestID(r))
+	if h.OnResponse != nil {
+		sw := &statusWriter{ResponseWriter: w}
+		w = sw
+		defer func() {
+			if sw.status >= 400 {
+				h.OnResponse(r.Context(), sw.status)
+			}
+		}()
+	}
 	defer func() {
 		// No panic escapes a request: before acceptance it is a 500, after
 		// it the engine has already ended the stream (it recovers its own).
@@ -85,7 +98,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, "POST")
 			return
 		}
-		h.execute(w, r, log)
+		h.execute(w, r, log, arrived)
 	default:
 		writeError(w, http.StatusNotFound, protocol.CodeNotFound, fmt.Sprintf("no route %s; this runner serves %s and %s", r.URL.Path, protocol.PathCapabilities, protocol.PathExecutions))
 	}
@@ -117,7 +130,7 @@ func (h *Handler) authenticate(r *http.Request) error {
 	return h.Tokens.Verify(r.Context(), token)
 }
 
-func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logger) {
+func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logger, arrived time.Time) {
 	limit := h.MaxRequestBytes
 	if limit <= 0 {
 		limit = DefaultMaxRequestBytes
@@ -142,7 +155,7 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		if !errors.As(err, &inv) {
 			inv = protocol.Invalidf("", "%v", err)
 		}
-		log.Info("invalid execution", "problems", len(inv.Details))
+		log.Info("invalid execution", "problems", len(inv.Details), "paths", problemPaths(inv.Details))
 		writeJSON(w, http.StatusBadRequest, inv.Response())
 		return
 	}
@@ -166,14 +179,61 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		log.Info("client gone before accepted was written")
 		return
 	}
+	accepted := time.Since(arrived)
 	sum := x.Run(r.Context(), ew)
-	log.Info("execution finished", "status", sum.Status, "durationMs", sum.Duration.Milliseconds(),
+	sum.Accepted = accepted
+	log.Info("execution finished", "status", sum.Status, "code", sum.Code, "durationMs", sum.Duration.Milliseconds(),
 		"nodes", sum.Nodes, "inputTokens", sum.Usage.InputTokens, "outputTokens", sum.Usage.OutputTokens,
 		"clientGone", ew.Err() != nil)
 	if h.OnExecution != nil {
 		h.OnExecution(r.Context(), sum)
 	}
 }
+
+// maxLoggedPaths bounds the paths a 400 log line carries: a document can
+// have thousands of problems, the log line stays small.
+const maxLoggedPaths = 20
+
+// problemPaths lists the paths of a 400's problems, never their messages
+// (which may quote what the author sent).
+func problemPaths(ds []protocol.Detail) []string {
+	paths := make([]string, 0, min(len(ds), maxLoggedPaths))
+	for i, d := range ds {
+		if i == maxLoggedPaths {
+			paths = append(paths, fmt.Sprintf("... %d more", len(ds)-i))
+			break
+		}
+		p := d.Path
+		if p == "" {
+			p = "(request)"
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// statusWriter notes the response status for OnResponse.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the transport's writer (flush).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (h *Handler) logger() *slog.Logger {
 	if h.Logger == nil {

@@ -456,7 +456,7 @@ func TestInvalidBeforeAcceptance(t *testing.T) {
 		{"input mismatch", `{"version":1,"workflow":{"input":{"type":"object","required":["name"]},"nodes":[]},"input":{}}`, "input"},
 	}
 	h := newHandler(t, nil)
-	h.OnExecution = func(context.Context, engine.Summary) { t.Error("an invalid request ran") }
+	h.OnExecution = func(context.Context, protocol.Summary) { t.Error("an invalid request ran") }
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := serve(h, http.MethodPost, protocol.PathExecutions, "Bearer "+goodToken, strings.NewReader(tt.body))
@@ -493,8 +493,8 @@ func TestStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHandler(t, nil)
-	summaries := make(chan engine.Summary, 1)
-	h.OnExecution = func(_ context.Context, s engine.Summary) { summaries <- s }
+	summaries := make(chan protocol.Summary, 1)
+	h.OnExecution = func(_ context.Context, s protocol.Summary) { summaries <- s }
 	srv := startServer(t, h)
 
 	resp := post(t, srv, string(body))
@@ -586,8 +586,8 @@ func TestClientDisconnectCancelsExecution(t *testing.T) {
 			}
 		}),
 	})
-	summaries := make(chan engine.Summary, 1)
-	h.OnExecution = func(_ context.Context, s engine.Summary) { summaries <- s }
+	summaries := make(chan protocol.Summary, 1)
+	h.OnExecution = func(_ context.Context, s protocol.Summary) { summaries <- s }
 	srv := startServer(t, h)
 
 	resp := post(t, srv, `{"version":1,"workflow":{"nodes":[{"id":"h","type":"hang"}]}}`)

@@ -51,7 +51,9 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		Logger:          logger,
 	}
 	if cfg.Lambda {
-		h.OnExecution = telemetry.NewMetrics(stdout).OnExecution
+		m := telemetry.NewMetrics(stdout, cfg.FunctionName)
+		h.OnExecution = m.OnExecution
+		h.OnResponse = m.OnResponse
 	}
 	return h, nil
 }

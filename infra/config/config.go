@@ -24,6 +24,9 @@ type Config struct {
 	// answered: "auto" (default) by the event's shape, "stream" or
 	// "buffered" for every payload-v2 event. See LambdaModeAuto.
 	LambdaMode string
+	// FunctionName (AWS_LAMBDA_FUNCTION_NAME) is the metrics' FunctionName
+	// dimension, which keeps two stacks in one account apart.
+	FunctionName string
 
 	Addr            string        // RUNNER_ADDR: local server address
 	Tokens          []string      // RUNNER_TOKENS: comma-separated bearer tokens
@@ -73,6 +76,7 @@ func Load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
 		RuntimeAPI:      getenv("AWS_LAMBDA_RUNTIME_API"),
+		FunctionName:    strings.TrimSpace(getenv("AWS_LAMBDA_FUNCTION_NAME")),
 		Addr:            r.str("RUNNER_ADDR", "127.0.0.1:8080"),
 		Tokens:          splitList(getenv("RUNNER_TOKENS")),
 		TokenSecretID:   strings.TrimSpace(getenv("RUNNER_TOKEN_SECRET_ID")),

@@ -4,24 +4,48 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
-	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // DefaultNamespace is the CloudWatch namespace of the runner's metrics.
+// Stacks share it; the FunctionName dimension keeps them apart.
 const DefaultNamespace = "WorkflowRunner"
 
-// Metrics writes one Embedded Metric Format line per execution: CloudWatch
-// Logs extracts DurationMs, Nodes, InputTokens, OutputTokens, ModelCalls,
-// ToolCalls and HTTPRequests under the namespace, by Status. The
-// execution and request ids ride along as plain properties, searchable in
-// Logs Insights but no dimensions: one metric series per id would be
+// Metric and dimension names, as the template's alarms and dashboard use
+// them.
+const (
+	DimFunctionName = "FunctionName"
+	DimStatus       = "Status"
+	DimStatusCode   = "StatusCode"
+	DimNodeType     = "NodeType"
+	DimCode         = "Code"
+
+	MetricExecutions           = "Executions"
+	MetricDuration             = "DurationMs"
+	MetricTimeToAccepted       = "TimeToAcceptedMs"
+	MetricDeadlineExceeded     = "DeadlineExceeded"
+	MetricMemoryBudgetExceeded = "MemoryBudgetExceeded"
+	MetricNodeFailures         = "NodeFailures"
+	MetricResponses            = "Responses"
+)
+
+// Metrics writes CloudWatch Embedded Metric Format lines: one per
+// execution (counts by status, duration, time to accepted, usage, deadline
+// and memory-budget endings), one per node type and code that failed in
+// it, and one per refused request (by HTTP status). Every line has the
+// FunctionName dimension, so that two stacks in one account keep their
+// metrics apart. Execution and request ids ride along as plain properties,
+// searchable in Logs Insights but no dimensions: one series per id would be
 // unbounded cardinality.
 type Metrics struct {
 	// Namespace overrides DefaultNamespace.
 	Namespace string
+	// FunctionName is the FunctionName dimension's value; "local" if empty.
+	FunctionName string
 	// Now stamps each line; time.Now when nil.
 	Now func() time.Time
 
@@ -31,17 +55,8 @@ type Metrics struct {
 
 // NewMetrics returns Metrics writing to w (stdout under Lambda: EMF is read
 // from the function's log stream).
-func NewMetrics(w io.Writer) *Metrics { return &Metrics{w: w} }
-
-// emfMetrics are the metric definitions, in the order of the properties.
-var emfMetrics = []emfMetric{
-	{"DurationMs", "Milliseconds"},
-	{"Nodes", "Count"},
-	{"InputTokens", "Count"},
-	{"OutputTokens", "Count"},
-	{"ModelCalls", "Count"},
-	{"ToolCalls", "Count"},
-	{"HTTPRequests", "Count"},
+func NewMetrics(w io.Writer, functionName string) *Metrics {
+	return &Metrics{w: w, FunctionName: functionName}
 }
 
 type emfMetric struct {
@@ -60,75 +75,154 @@ type emfMeta struct {
 	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
 }
 
-// emfLine is one execution's record; the field order is the line's.
-type emfLine struct {
+// executionMetrics are the execution line's metric definitions.
+var executionMetrics = []emfMetric{
+	{MetricExecutions, "Count"},
+	{MetricDuration, "Milliseconds"},
+	{MetricTimeToAccepted, "Milliseconds"},
+	{"Nodes", "Count"},
+	{"InputTokens", "Count"},
+	{"OutputTokens", "Count"},
+	{"ModelCalls", "Count"},
+	{"ToolCalls", "Count"},
+	{"HTTPRequests", "Count"},
+	{MetricDeadlineExceeded, "Count"},
+	{MetricMemoryBudgetExceeded, "Count"},
+}
+
+// executionLine is one execution's record; the field order is the line's.
+type executionLine struct {
+	AWS                  emfMeta `json:"_aws"`
+	FunctionName         string  `json:"FunctionName"`
+	Status               string  `json:"Status"`
+	Executions           int64   `json:"Executions"`
+	DurationMs           float64 `json:"DurationMs"`
+	TimeToAcceptedMs     float64 `json:"TimeToAcceptedMs"`
+	Nodes                int64   `json:"Nodes"`
+	InputTokens          int64   `json:"InputTokens"`
+	OutputTokens         int64   `json:"OutputTokens"`
+	ModelCalls           int64   `json:"ModelCalls"`
+	ToolCalls            int64   `json:"ToolCalls"`
+	HTTPRequests         int64   `json:"HTTPRequests"`
+	DeadlineExceeded     int64   `json:"DeadlineExceeded"`
+	MemoryBudgetExceeded int64   `json:"MemoryBudgetExceeded"`
+	Code                 string  `json:"code,omitempty"`
+	ExecutionID          string  `json:"executionId"`
+	RequestID            string  `json:"requestId,omitempty"`
+}
+
+type nodeFailureLine struct {
 	AWS          emfMeta `json:"_aws"`
-	Status       string  `json:"Status"`
-	DurationMs   float64 `json:"DurationMs"`
-	Nodes        int64   `json:"Nodes"`
-	InputTokens  int64   `json:"InputTokens"`
-	OutputTokens int64   `json:"OutputTokens"`
-	ModelCalls   int64   `json:"ModelCalls"`
-	ToolCalls    int64   `json:"ToolCalls"`
-	HTTPRequests int64   `json:"HTTPRequests"`
+	FunctionName string  `json:"FunctionName"`
+	NodeType     string  `json:"NodeType"`
+	Code         string  `json:"Code"`
+	NodeFailures int64   `json:"NodeFailures"`
 	ExecutionID  string  `json:"executionId"`
 	RequestID    string  `json:"requestId,omitempty"`
 }
 
-// OnExecution writes s as one EMF line; ctx supplies the Lambda request id.
-// Its signature is functions.Handler's OnExecution hook. A failed write is
-// dropped: metrics never fail an execution.
-func (m *Metrics) OnExecution(ctx context.Context, s engine.Summary) {
-	b, err := m.line(ctx, s)
-	if err != nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, _ = m.w.Write(b)
+type responseLine struct {
+	AWS          emfMeta `json:"_aws"`
+	FunctionName string  `json:"FunctionName"`
+	StatusCode   string  `json:"StatusCode"`
+	Responses    int64   `json:"Responses"`
+	RequestID    string  `json:"requestId,omitempty"`
 }
 
-// line encodes s, newline included.
-func (m *Metrics) line(ctx context.Context, s engine.Summary) ([]byte, error) {
-	now := time.Now
-	if m.Now != nil {
-		now = m.Now
-	}
-	ns := m.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
-	}
+// OnExecution writes s as EMF lines; ctx supplies the Lambda request id.
+// Its signature is functions.Handler's OnExecution hook. A failed write is
+// dropped: metrics never fail an execution.
+func (m *Metrics) OnExecution(ctx context.Context, s protocol.Summary) {
+	now, fn, rid := m.now(), m.functionName(), requestID(ctx)
 	status := s.Status
 	if status == "" {
 		// An empty dimension value is dropped by CloudWatch with the whole
 		// line; name it instead.
 		status = "unknown"
 	}
-	l := emfLine{
-		AWS: emfMeta{
-			Timestamp: now().UnixMilli(),
-			CloudWatchMetrics: []emfDirective{{
-				Namespace:  ns,
-				Dimensions: [][]string{{"Status"}},
-				Metrics:    emfMetrics,
-			}},
-		},
-		Status: status,
+	l := executionLine{
+		AWS:          m.meta(now, executionMetrics, []string{DimFunctionName, DimStatus}, []string{DimFunctionName}),
+		FunctionName: fn,
+		Status:       status,
+		Executions:   1,
 		// Microsecond resolution: most set-only executions take well
 		// under a millisecond, which a whole number would show as 0.
-		DurationMs:   float64(s.Duration.Microseconds()) / 1000,
-		Nodes:        s.Nodes,
-		InputTokens:  s.Usage.InputTokens,
-		OutputTokens: s.Usage.OutputTokens,
-		ModelCalls:   s.Usage.ModelCalls,
-		ToolCalls:    s.Usage.ToolCalls,
-		HTTPRequests: s.Usage.HTTPRequests,
-		ExecutionID:  s.ExecutionID,
-		RequestID:    requestID(ctx),
+		DurationMs:       ms(s.Duration),
+		TimeToAcceptedMs: ms(s.Accepted),
+		Nodes:            s.Nodes,
+		InputTokens:      s.Usage.InputTokens,
+		OutputTokens:     s.Usage.OutputTokens,
+		ModelCalls:       s.Usage.ModelCalls,
+		ToolCalls:        s.Usage.ToolCalls,
+		HTTPRequests:     s.Usage.HTTPRequests,
+		Code:             s.Code,
+		ExecutionID:      s.ExecutionID,
+		RequestID:        rid,
 	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return nil, err
+	switch s.Code {
+	case protocol.CodeDeadlineExceeded:
+		l.DeadlineExceeded = 1
+	case protocol.CodeMemoryBudgetExceeded:
+		l.MemoryBudgetExceeded = 1
 	}
-	return append(b, '\n'), nil
+	lines := []any{l}
+	for _, f := range s.Failures {
+		lines = append(lines, nodeFailureLine{
+			AWS:          m.meta(now, []emfMetric{{MetricNodeFailures, "Count"}}, []string{DimFunctionName, DimNodeType, DimCode}),
+			FunctionName: fn, NodeType: f.NodeType, Code: f.Code, NodeFailures: f.Count,
+			ExecutionID: s.ExecutionID, RequestID: rid,
+		})
+	}
+	m.write(lines...)
 }
+
+// OnResponse writes one line counting a refused request by its HTTP
+// status (400, 401, 503, ...). Its signature is functions.Handler's
+// OnResponse hook.
+func (m *Metrics) OnResponse(ctx context.Context, status int) {
+	m.write(responseLine{
+		AWS:          m.meta(m.now(), []emfMetric{{MetricResponses, "Count"}}, []string{DimFunctionName, DimStatusCode}),
+		FunctionName: m.functionName(),
+		StatusCode:   strconv.Itoa(status),
+		Responses:    1,
+		RequestID:    requestID(ctx),
+	})
+}
+
+func (m *Metrics) write(lines ...any) {
+	var buf []byte
+	for _, l := range lines {
+		b, err := json.Marshal(l)
+		if err != nil {
+			continue
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _ = m.w.Write(buf)
+}
+
+func (m *Metrics) meta(now time.Time, metrics []emfMetric, dims ...[]string) emfMeta {
+	ns := m.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	return emfMeta{Timestamp: now.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: dims, Metrics: metrics}}}
+}
+
+func (m *Metrics) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *Metrics) functionName() string {
+	if m.FunctionName == "" {
+		return "local"
+	}
+	return m.FunctionName
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,135 +13,184 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/infra/telemetry"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
 var fixedNow = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) // 1735689600000 ms
 
-const directive = `"_aws":{"Timestamp":1735689600000,"CloudWatchMetrics":[{"Namespace":"%s","Dimensions":[["Status"]],"Metrics":[` +
-	`{"Name":"DurationMs","Unit":"Milliseconds"},{"Name":"Nodes","Unit":"Count"},{"Name":"InputTokens","Unit":"Count"},` +
-	`{"Name":"OutputTokens","Unit":"Count"},{"Name":"ModelCalls","Unit":"Count"},{"Name":"ToolCalls","Unit":"Count"},` +
-	`{"Name":"HTTPRequests","Unit":"Count"}]}]}`
-
 func lambdaCtx(id string) context.Context {
 	return lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
 }
 
-// The line's bytes are pinned: CloudWatch silently drops a line whose
-// directive is malformed, so any drift in shape must fail here.
-func TestMetricsLine(t *testing.T) {
+// emfLine is one parsed line: its directive and its top-level properties.
+type emfLine struct {
+	Namespace  string
+	Dimensions [][]string
+	Metrics    map[string]string // name -> unit
+	Props      map[string]any
+}
+
+// parseEMF parses every line of out as CloudWatch does, failing t on any
+// line CloudWatch would drop: a malformed directive, a dimension that is
+// not a string property or a metric that is not a number property.
+func parseEMF(t *testing.T, out string) []emfLine {
+	t.Helper()
+	var lines []emfLine
+	for _, raw := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var props map[string]any
+		if err := json.Unmarshal([]byte(raw), &props); err != nil {
+			t.Fatalf("not one JSON object: %q", raw)
+		}
+		var meta struct {
+			Timestamp         int64
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name, Unit string }
+			}
+		}
+		b, _ := json.Marshal(props["_aws"])
+		if err := json.Unmarshal(b, &meta); err != nil || len(meta.CloudWatchMetrics) != 1 || meta.Timestamp == 0 {
+			t.Fatalf("bad _aws directive in %s", raw)
+		}
+		d := meta.CloudWatchMetrics[0]
+		l := emfLine{Namespace: d.Namespace, Dimensions: d.Dimensions, Metrics: map[string]string{}, Props: props}
+		for _, set := range d.Dimensions {
+			for _, dim := range set {
+				if v, ok := props[dim].(string); !ok || v == "" {
+					t.Errorf("dimension %s is %v, want a non-empty string property", dim, props[dim])
+				}
+			}
+		}
+		for _, m := range d.Metrics {
+			if _, ok := props[m.Name].(float64); !ok {
+				t.Errorf("metric %s is %T, want a number property", m.Name, props[m.Name])
+			}
+			l.Metrics[m.Name] = m.Unit
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func TestMetricsExecutionLines(t *testing.T) {
 	tests := []struct {
 		name      string
 		namespace string
+		fn        string
 		ctx       context.Context
-		sum       engine.Summary
-		want      string
+		sum       protocol.Summary
+		want      []map[string]any // properties checked per line
+		wantDims  [][][]string
 	}{
 		{
 			name: "completed under Lambda",
+			fn:   "stack-a-RunnerFunction-1",
 			ctx:  lambdaCtx("req-1"),
-			sum: engine.Summary{ExecutionID: "0190-exec", Status: "completed", Nodes: 3,
-				Duration: 1500*time.Millisecond + 250*time.Microsecond,
-				Usage:    protocol.Usage{InputTokens: 120, OutputTokens: 45, ModelCalls: 2, ToolCalls: 1, HTTPRequests: 4}},
-			want: `{` + strings.Replace(directive, "%s", "WorkflowRunner", 1) +
-				`,"Status":"completed","DurationMs":1500.25,"Nodes":3,"InputTokens":120,"OutputTokens":45,` +
-				`"ModelCalls":2,"ToolCalls":1,"HTTPRequests":4,"executionId":"0190-exec","requestId":"req-1"}` + "\n",
+			sum: protocol.Summary{ExecutionID: "0190-exec", Status: "completed", Nodes: 3,
+				Duration: 1500*time.Millisecond + 250*time.Microsecond, Accepted: 2 * time.Millisecond,
+				Usage: protocol.Usage{InputTokens: 120, OutputTokens: 45, ModelCalls: 2, ToolCalls: 1, HTTPRequests: 4}},
+			want: []map[string]any{{"FunctionName": "stack-a-RunnerFunction-1", "Status": "completed", "Executions": 1.0,
+				"DurationMs": 1500.25, "TimeToAcceptedMs": 2.0, "Nodes": 3.0, "InputTokens": 120.0, "HTTPRequests": 4.0,
+				"DeadlineExceeded": 0.0, "MemoryBudgetExceeded": 0.0, "executionId": "0190-exec", "requestId": "req-1"}},
+			wantDims: [][][]string{{{"FunctionName", "Status"}, {"FunctionName"}}},
 		},
 		{
-			name:      "failed, no request, other namespace",
+			name:      "deadline, node failures, other namespace, no function name",
 			namespace: "Staging/Runner",
 			ctx:       context.Background(),
-			sum:       engine.Summary{ExecutionID: "x", Status: "failed", Nodes: 1, Duration: 300 * time.Microsecond},
-			want: `{` + strings.Replace(directive, "%s", "Staging/Runner", 1) +
-				`,"Status":"failed","DurationMs":0.3,"Nodes":1,"InputTokens":0,"OutputTokens":0,` +
-				`"ModelCalls":0,"ToolCalls":0,"HTTPRequests":0,"executionId":"x"}` + "\n",
+			sum: protocol.Summary{ExecutionID: "x", Status: "failed", Code: protocol.CodeDeadlineExceeded, Nodes: 2,
+				Failures: []protocol.NodeFailures{{NodeType: "http", Code: "HTTP_ERROR", Count: 2}, {NodeType: "model", Code: "TIMEOUT", Count: 1}}},
+			want: []map[string]any{
+				{"FunctionName": "local", "Status": "failed", "DeadlineExceeded": 1.0, "MemoryBudgetExceeded": 0.0, "code": "DEADLINE_EXCEEDED"},
+				{"FunctionName": "local", "NodeType": "http", "Code": "HTTP_ERROR", "NodeFailures": 2.0, "executionId": "x"},
+				{"FunctionName": "local", "NodeType": "model", "Code": "TIMEOUT", "NodeFailures": 1.0},
+			},
+			wantDims: [][][]string{{{"FunctionName", "Status"}, {"FunctionName"}}, {{"FunctionName", "NodeType", "Code"}}, {{"FunctionName", "NodeType", "Code"}}},
 		},
 		{
-			name: "empty status is named",
-			ctx:  context.Background(),
-			sum:  engine.Summary{ExecutionID: "y"},
-			want: `{` + strings.Replace(directive, "%s", "WorkflowRunner", 1) +
-				`,"Status":"unknown","DurationMs":0,"Nodes":0,"InputTokens":0,"OutputTokens":0,` +
-				`"ModelCalls":0,"ToolCalls":0,"HTTPRequests":0,"executionId":"y"}` + "\n",
+			name:     "memory budget ending, empty status is named",
+			fn:       "f",
+			ctx:      context.Background(),
+			sum:      protocol.Summary{ExecutionID: "y", Code: protocol.CodeMemoryBudgetExceeded},
+			want:     []map[string]any{{"Status": "unknown", "MemoryBudgetExceeded": 1.0, "DeadlineExceeded": 0.0}},
+			wantDims: [][][]string{{{"FunctionName", "Status"}, {"FunctionName"}}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			m := telemetry.NewMetrics(&buf)
+			m := telemetry.NewMetrics(&buf, tt.fn)
 			m.Namespace = tt.namespace
 			m.Now = func() time.Time { return fixedNow }
 			m.OnExecution(tt.ctx, tt.sum)
-			if got := buf.String(); got != tt.want {
-				t.Errorf("line:\n got %s\nwant %s", got, tt.want)
+			lines := parseEMF(t, buf.String())
+			if len(lines) != len(tt.want) {
+				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(tt.want), buf.String())
+			}
+			wantNS := tt.namespace
+			if wantNS == "" {
+				wantNS = telemetry.DefaultNamespace
+			}
+			for i, l := range lines {
+				if l.Namespace != wantNS {
+					t.Errorf("line %d namespace %q, want %q", i, l.Namespace, wantNS)
+				}
+				if !slices.EqualFunc(l.Dimensions, tt.wantDims[i], slices.Equal) {
+					t.Errorf("line %d dimensions %v, want %v", i, l.Dimensions, tt.wantDims[i])
+				}
+				if l.Props["_aws"].(map[string]any)["Timestamp"] != 1735689600000.0 {
+					t.Errorf("line %d timestamp %v", i, l.Props["_aws"])
+				}
+				for k, v := range tt.want[i] {
+					if l.Props[k] != v {
+						t.Errorf("line %d %s = %v, want %v", i, k, l.Props[k], v)
+					}
+				}
+			}
+			if u := lines[0].Metrics; u["Executions"] != "Count" || u["DurationMs"] != "Milliseconds" || u["TimeToAcceptedMs"] != "Milliseconds" {
+				t.Errorf("execution metrics %v", u)
 			}
 		})
 	}
 }
 
-// Every metric named in the directive is a number at the top level, and
-// every dimension a string there: what CloudWatch requires to extract.
-func TestMetricsDirectiveMatchesProperties(t *testing.T) {
-	var buf bytes.Buffer
-	telemetry.NewMetrics(&buf).OnExecution(context.Background(), engine.Summary{ExecutionID: "e", Status: "suspended"})
-	var line map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
-		t.Fatal(err)
-	}
-	var meta struct {
-		Timestamp         int64
-		CloudWatchMetrics []struct {
-			Namespace  string
-			Dimensions [][]string
-			Metrics    []struct{ Name, Unit string }
+func TestMetricsResponses(t *testing.T) {
+	for _, status := range []int{400, 401, 503} {
+		var buf bytes.Buffer
+		telemetry.NewMetrics(&buf, "fn").OnResponse(lambdaCtx("r"), status)
+		lines := parseEMF(t, buf.String())
+		if len(lines) != 1 {
+			t.Fatalf("%d lines", len(lines))
 		}
-	}
-	raw, _ := json.Marshal(line["_aws"])
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		t.Fatal(err)
-	}
-	if age := time.Since(time.UnixMilli(meta.Timestamp)); age < 0 || age > time.Minute {
-		t.Errorf("timestamp %d is not now", meta.Timestamp)
-	}
-	if len(meta.CloudWatchMetrics) != 1 || len(meta.CloudWatchMetrics[0].Metrics) != 7 {
-		t.Fatalf("directive %+v", meta.CloudWatchMetrics)
-	}
-	d := meta.CloudWatchMetrics[0]
-	for _, set := range d.Dimensions {
-		for _, dim := range set {
-			if _, ok := line[dim].(string); !ok {
-				t.Errorf("dimension %s is %T, want a string property", dim, line[dim])
-			}
+		l := lines[0]
+		if l.Metrics["Responses"] != "Count" || l.Props["Responses"] != 1.0 || l.Props["FunctionName"] != "fn" ||
+			l.Props["StatusCode"] != itoa(status) {
+			t.Errorf("status %d: line %v", status, l.Props)
 		}
-	}
-	for _, m := range d.Metrics {
-		if _, ok := line[m.Name].(float64); !ok {
-			t.Errorf("metric %s is %T, want a number property", m.Name, line[m.Name])
+		if !slices.EqualFunc(l.Dimensions, [][]string{{"FunctionName", "StatusCode"}}, slices.Equal) {
+			t.Errorf("dimensions %v", l.Dimensions)
 		}
 	}
 }
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // Concurrent executions (the local server) never interleave their lines.
 func TestMetricsConcurrentLines(t *testing.T) {
 	var buf bytes.Buffer
-	m := telemetry.NewMetrics(&buf)
+	m := telemetry.NewMetrics(&buf, "")
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			m.OnExecution(context.Background(), engine.Summary{ExecutionID: strings.Repeat("x", i), Status: "completed"})
+			m.OnExecution(context.Background(), protocol.Summary{ExecutionID: strings.Repeat("x", i), Status: "failed",
+				Failures: []protocol.NodeFailures{{NodeType: "set", Code: "FAILED", Count: 1}}})
 		})
 	}
 	wg.Wait()
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	if len(lines) != 50 {
-		t.Fatalf("%d lines, want 50", len(lines))
-	}
-	for _, l := range lines {
-		if !json.Valid([]byte(l)) {
-			t.Fatalf("not one JSON object: %q", l)
-		}
+	if lines := parseEMF(t, buf.String()); len(lines) != 100 {
+		t.Fatalf("%d lines, want 100", len(lines))
 	}
 }
 
@@ -150,5 +200,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("closed")
 
 func TestMetricsWriteFailureIsDropped(t *testing.T) {
 	// Must not panic or block: metrics never fail an execution.
-	telemetry.NewMetrics(failingWriter{}).OnExecution(context.Background(), engine.Summary{Status: "completed"})
+	m := telemetry.NewMetrics(failingWriter{}, "f")
+	m.OnExecution(context.Background(), protocol.Summary{Status: "completed"})
+	m.OnResponse(context.Background(), 401)
 }
