@@ -4,13 +4,57 @@ import (
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// detailList collects the problems found before acceptance.
+// detailList collects the problems found before acceptance: errors, which
+// refuse the request, and warnings, which only Validate shows.
 type detailList struct {
-	inv protocol.Invalid
+	inv      protocol.Invalid
+	warnings []protocol.Detail
+	// covered holds the paths the workflow schema already found fault
+	// with. Checking goes on past schema errors (every problem in one
+	// pass), and a later check of a value under one of them would only
+	// restate it, so it is dropped.
+	covered map[string]bool
 }
 
 func (d *detailList) add(path, format string, args ...any) {
+	if d.isCovered(path) {
+		return
+	}
 	d.inv.Add(path, format, args...)
+}
+
+// warn records a problem that does not refuse the request.
+func (d *detailList) warn(path, format string, args ...any) {
+	if d.isCovered(path) {
+		return
+	}
+	w := protocol.Invalid{}
+	w.Add(path, format, args...)
+	d.warnings = append(d.warnings, w.Details...)
+}
+
+// cover marks path as reported: later problems at or under it are dropped.
+func (d *detailList) cover(path string) {
+	if d.covered == nil {
+		d.covered = map[string]bool{}
+	}
+	d.covered[path] = true
+}
+
+// isCovered reports whether path or one of its ancestors is covered, with
+// one lookup per path segment and no allocation.
+func (d *detailList) isCovered(path string) bool {
+	if len(d.covered) == 0 {
+		return false
+	}
+	for i := 0; i <= len(path); i++ {
+		if i == len(path) || path[i] == '.' || path[i] == '[' {
+			if d.covered[path[:i]] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (d *detailList) len() int { return len(d.inv.Details) }
@@ -19,7 +63,7 @@ func (d *detailList) err() error {
 	if len(d.inv.Details) == 0 {
 		return nil
 	}
-	inv := d.inv
+	inv := protocol.Invalid{Details: d.inv.Details}
 	return &inv
 }
 

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/runnerd/lambda-runner/redact"
@@ -17,10 +19,17 @@ import (
 
 // Limits bound every execution. Capabilities advertise these same values.
 type Limits struct {
-	MaxNodes       int   // nodes run per execution, map iterations and children included
-	MaxConcurrency int   // nodes running at once per execution
-	MaxMapItems    int   // items of one map node
-	MaxChildDepth  int   // nesting of child workflows
+	MaxNodes       int // nodes run per execution, map iterations and children included
+	MaxConcurrency int // nodes running at once per execution
+	MaxMapItems    int // items of one map node
+	MaxChildDepth  int // nesting of child workflows
+	// MaxDepth caps the nesting of a request body (documents and input
+	// values), checked before anything is decoded.
+	MaxDepth int
+	// MaxSchemaDepth and MaxSchemaBytes cap a workflow's input JSON Schema:
+	// compiling one costs more than its size.
+	MaxSchemaDepth int
+	MaxSchemaBytes int
 	MaxEventBytes  int   // traced input/output per event, truncated beyond
 	MaxOutputBytes int64 // one node's output
 	MemoryBudget   int64 // all node outputs of one execution together
@@ -38,6 +47,9 @@ func DefaultLimits() Limits {
 		MaxConcurrency: 16,
 		MaxMapItems:    10_000,
 		MaxChildDepth:  8,
+		MaxDepth:       128,
+		MaxSchemaDepth: 32,
+		MaxSchemaBytes: 256 << 10,
 		MaxEventBytes:  64 << 10,
 		MaxOutputBytes: 4 << 20,
 		MemoryBudget:   64 << 20,
@@ -119,14 +131,29 @@ type prep struct {
 }
 
 // Prepare checks an execution request before acceptance. The error is a
-// *protocol.Invalid listing every problem with its path.
+// *protocol.Invalid listing every problem with its path. PrepareBody also
+// checks the body's structure (duplicate keys, nesting).
 func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 	d := &detailList{}
+	x := e.prepare(req, d, true)
+	if err := d.err(); err != nil {
+		x.discard()
+		return nil, err
+	}
+	return x, nil
+}
+
+// prepare runs every check of req, recording problems in d, and returns the
+// execution as far as it could be built (nil when no workflow was found).
+func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInput bool) *Execution {
 	p := &prep{e: e, req: req, d: d, secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
 	for name := range req.Runtime.HTTP.Secrets {
 		p.secretNames[name] = true
 	}
-	doc := parseDocument("workflow", req.Workflow, d)
+	var doc *document
+	if req.Workflow != nil {
+		doc = parseDocument("workflow", req.Workflow, d)
+	}
 	for i, raw := range req.Runtime.Workflows {
 		path := fmt.Sprintf("runtime.workflows[%d]", i)
 		cd := parseDocument(path, raw, d)
@@ -148,21 +175,21 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 	})
 	d.addErr("", err)
 	p.prepareServices()
-	if doc == nil {
-		return nil, d.err()
-	}
 	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http}
+	if doc == nil {
+		return x
+	}
 	x.g = p.compileDocument("workflow", doc)
 	for _, id := range sortedKeys(p.childDocs) {
 		if p.children[id] == nil {
 			p.children[id] = p.compileDocument(childPath(req, id), p.childDocs[id])
 		}
 	}
-	if x.g != nil {
+	if x.g != nil && withInput {
 		x.input = p.checkInput(x.g, req.Input)
 	}
-	if err := d.err(); err != nil {
-		return nil, err
+	if d.len() > 0 {
+		return x
 	}
 	x.secretValues = make(map[string]any, len(req.Runtime.HTTP.Secrets))
 	for name, s := range req.Runtime.HTTP.Secrets {
@@ -171,7 +198,14 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 	// The deployment's model keys too: a provider may echo them, and the
 	// table serves every execution that brings no runtime.models.
 	x.redact = redact.New(append(secretsOf(req), e.Services.ModelTable.Secrets()...)...)
-	return x, nil
+	return x
+}
+
+// discard releases what an execution that will not run holds.
+func (x *Execution) discard() {
+	if x != nil && x.http != nil {
+		x.http.Close()
+	}
 }
 
 // compileDocument compiles a top-level or child workflow document.
@@ -181,7 +215,7 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 		return nil
 	}
 	g.id = doc.ID
-	if len(doc.Input) > 0 && string(doc.Input) != "null" {
+	if len(doc.Input) > 0 && string(doc.Input) != "null" && p.schemaWithinLimits(path+".input", doc.Input) {
 		var err error
 		if g.inputSchema, err = compileSchemaText(doc.Input); err != nil {
 			p.d.add(path+".input", "invalid JSON Schema: %v", firstLine(err.Error()))
@@ -199,6 +233,30 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 		g.hasOutput = true
 	}
 	return g
+}
+
+// schemaWithinLimits refuses an input schema over maxSchemaBytes or nested
+// deeper than maxSchemaDepth before it is compiled: compiling costs more
+// than the schema's size.
+func (p *prep) schemaWithinLimits(path string, raw []byte) bool {
+	l := p.e.Limits
+	if l.MaxSchemaBytes > 0 && len(raw) > l.MaxSchemaBytes {
+		p.d.add(path, "the input schema is %d bytes, over maxSchemaBytes (%d)", len(raw), l.MaxSchemaBytes)
+		return false
+	}
+	err := protocol.CheckStructure(raw, l.MaxSchemaDepth)
+	var inv *protocol.Invalid
+	if errors.As(err, &inv) {
+		for _, det := range inv.Details {
+			sub := path
+			if det.Path != "" {
+				sub += "." + det.Path
+			}
+			p.d.add(sub, "%s", strings.Replace(det.Message, "maxDepth", "maxSchemaDepth", 1))
+		}
+		return false
+	}
+	return err == nil
 }
 
 // checkInput decodes the execution input and checks it against the

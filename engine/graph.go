@@ -87,9 +87,8 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 		n.timeout = time.Duration(nd.TimeoutMs) * time.Millisecond
 		g.nodes[i] = n
 	}
-	if p.d.len() > start {
-		return nil
-	}
+	// A need that names no node is reported and left out: the rest of the
+	// graph is still checked.
 	if cycle := findCycle(g); cycle != nil {
 		p.d.add(g.nodes[cycle[0]].path+".needs", "cycle: %s", cyclePath(g, cycle))
 		return nil

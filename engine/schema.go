@@ -10,6 +10,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/docs"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -69,10 +70,27 @@ func schemaDetails(path string, err error, d *detailList) {
 	}
 	type leaf struct{ loc, msg string }
 	var leaves []leaf
+	var covers []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			leaves = append(leaves, leaf{joinPath(path, e.InstanceLocation), e.ErrorKind.LocalizedString(printer)})
+			loc := joinPath(path, e.InstanceLocation)
+			leaves = append(leaves, leaf{loc, e.ErrorKind.LocalizedString(printer)})
+			// A missing or unknown member is reported at its object; the
+			// later checks that would trip over it are those of the
+			// member, not of the whole object.
+			switch k := e.ErrorKind.(type) {
+			case *kind.Required:
+				for _, m := range k.Missing {
+					covers = append(covers, loc+"."+m)
+				}
+			case *kind.AdditionalProperties:
+				for _, m := range k.Properties {
+					covers = append(covers, loc+"."+m)
+				}
+			default:
+				covers = append(covers, loc)
+			}
 			return
 		}
 		for _, c := range e.Causes {
@@ -89,6 +107,9 @@ func schemaDetails(path string, err error, d *detailList) {
 		}
 		seen[l.loc] = true
 		d.add(l.loc, "%s", l.msg)
+	}
+	for _, c := range covers {
+		d.cover(c)
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 )
 
 // document is a workflow document as decoded, after it passed the schema.
@@ -51,7 +52,9 @@ func (p *RetryPolicy) UnmarshalJSON(b []byte) error {
 
 // parseDocument checks raw against the workflow schema and decodes it. path
 // is where the document sits in the request ("workflow",
-// "runtime.workflows[2]").
+// "runtime.workflows[2]"). A document the schema finds fault with is still
+// decoded as far as it goes, so that the graph, expressions and input can
+// be checked too; nil means there is nothing to check.
 func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
 	sch, err := documentSchema()
 	if err != nil {
@@ -65,12 +68,16 @@ func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
 	}
 	if err := sch.Validate(inst); err != nil {
 		schemaDetails(path, err, d)
-		return nil
 	}
 	var doc document
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		d.add(path, "%v", err)
-		return nil
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			d.add(path, "%v", err)
+			return nil
+		}
+		// A member of the wrong type is left out and reported by the
+		// schema; the rest is decoded.
 	}
 	var fields map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &fields)

@@ -145,11 +145,7 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		writeError(w, http.StatusBadRequest, protocol.CodeInvalidExecution, "cannot read request body")
 		return
 	}
-	req, err := protocol.DecodeRequest(body)
-	var x *engine.Execution
-	if err == nil {
-		x, err = h.Engine.Prepare(req)
-	}
+	x, err := h.Engine.PrepareBody(body)
 	if err != nil {
 		var inv *protocol.Invalid
 		if !errors.As(err, &inv) {

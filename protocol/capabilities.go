@@ -58,6 +58,9 @@ type Constraints struct {
 	MaxConcurrency  int   `json:"maxConcurrency"`
 	MaxMapItems     int   `json:"maxMapItems"`
 	MaxChildDepth   int   `json:"maxChildDepth"`
+	MaxDepth        int   `json:"maxDepth"`       // nesting of a request body
+	MaxSchemaDepth  int   `json:"maxSchemaDepth"` // nesting of an input JSON Schema
+	MaxSchemaBytes  int   `json:"maxSchemaBytes"` // size of an input JSON Schema
 	MaxEventBytes   int   `json:"maxEventBytes"`
 	MaxOutputBytes  int64 `json:"maxOutputBytes"`
 	MemoryBudget    int64 `json:"memoryBudgetBytes"`

@@ -28,6 +28,9 @@ var testCapabilities = Capabilities{
 		MaxConcurrency:  8,
 		MaxMapItems:     1000,
 		MaxChildDepth:   4,
+		MaxDepth:        128,
+		MaxSchemaDepth:  32,
+		MaxSchemaBytes:  65536,
 		MaxEventBytes:   262144,
 		MaxOutputBytes:  1048576,
 		MemoryBudget:    536870912,
@@ -43,7 +46,7 @@ func TestCapabilitiesBytes(t *testing.T) {
 		`"workflows":true,"http":true,"checkpoints":false,"persistentValues":false,"consent":"suspend"},` +
 		`"streaming":{"contentType":"application/x-ndjson"},` +
 		`"constraints":{"maxDurationMs":890000,"memoryMb":1024,"maxRequestBytes":6291456,"maxNodes":200,` +
-		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxEventBytes":262144,` +
+		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxDepth":128,"maxSchemaDepth":32,"maxSchemaBytes":65536,"maxEventBytes":262144,` +
 		`"maxOutputBytes":1048576,"memoryBudgetBytes":536870912}}`
 	if got := marshal(t, testCapabilities); got != want {
 		t.Errorf("capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
@@ -71,7 +74,7 @@ func TestCapabilitiesKeys(t *testing.T) {
 		{"streaming", member(t, doc, "streaming"), []string{"contentType"}},
 		{"constraints", member(t, doc, "constraints"), []string{
 			"maxDurationMs", "memoryMb", "maxRequestBytes", "maxNodes", "maxConcurrency",
-			"maxMapItems", "maxChildDepth", "maxEventBytes", "maxOutputBytes", "memoryBudgetBytes",
+			"maxMapItems", "maxChildDepth", "maxDepth", "maxSchemaDepth", "maxSchemaBytes", "maxEventBytes", "maxOutputBytes", "memoryBudgetBytes",
 		}},
 	}
 	for _, tt := range tests {
@@ -91,7 +94,7 @@ func TestCapabilitiesZeroValue(t *testing.T) {
 		`"workflows":false,"http":false,"checkpoints":false,"persistentValues":false,"consent":""},` +
 		`"streaming":{"contentType":""},` +
 		`"constraints":{"maxDurationMs":0,"memoryMb":0,"maxRequestBytes":0,"maxNodes":0,"maxConcurrency":0,` +
-		`"maxMapItems":0,"maxChildDepth":0,"maxEventBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0}}`
+		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxEventBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0}}`
 	if got := marshal(t, Capabilities{}); got != want {
 		t.Errorf("zero capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
 	}

@@ -14,8 +14,49 @@ import (
 // DecodeRequest parses and checks the envelope of an execution request. The
 // returned error is an *Invalid naming every field at fault. Unknown fields
 // are ignored, so that newer servers can talk to older runners; the workflow
-// document itself is left raw for the engine to validate.
+// document itself is left raw for the engine to validate. Duplicate keys
+// anywhere in the body are refused.
 func DecodeRequest(data []byte) (*ExecutionRequest, error) {
+	req, err := Decoder{}.DecodeAll(data)
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// Decoder decodes request bodies under a nesting cap. Its zero value has no
+// cap of its own (encoding/json's applies).
+type Decoder struct {
+	// MaxDepth caps the nesting of the whole body; 0 means no cap.
+	MaxDepth int
+}
+
+// DecodeAll is DecodeRequest that keeps going: it returns the request as
+// far as it could be decoded together with every problem of the envelope,
+// so that a validator can go on to check the workflow. The request is nil
+// only when the body is not a JSON object (then the error is a *Syntax or
+// an *Invalid) or is nested deeper than MaxDepth.
+func (dc Decoder) DecodeAll(data []byte) (*ExecutionRequest, error) {
+	if err := CheckStructure(data, dc.MaxDepth); err != nil {
+		var se *Syntax
+		if errors.As(err, &se) {
+			return nil, &Invalid{Details: []Detail{{Message: "request body must be a JSON object (" + se.Error() + ")"}}, Syntax: se}
+		}
+		var inv *Invalid
+		if !errors.As(err, &inv) || inv.tooDeep {
+			return nil, err
+		}
+		req, err2 := decodeEnvelope(data)
+		var more *Invalid
+		if errors.As(err2, &more) {
+			inv.Details = append(inv.Details, more.Details...)
+		}
+		return req, inv
+	}
+	return decodeEnvelope(data)
+}
+
+func decodeEnvelope(data []byte) (*ExecutionRequest, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil || top == nil {
 		return nil, Invalidf("", "request body must be a JSON object%s", jsonReason(err))
@@ -59,10 +100,7 @@ func DecodeRequest(data []byte) (*ExecutionRequest, error) {
 	if rt, ok := object(inv, top, "runtime"); ok {
 		decodeRuntime(inv, rt, &req.Runtime)
 	}
-	if err := inv.Err(); err != nil {
-		return nil, err
-	}
-	return req, nil
+	return req, inv.Err()
 }
 
 func decodeRuntime(inv *Invalid, m map[string]json.RawMessage, rt *Runtime) {

@@ -249,9 +249,9 @@ func TestDecodeRequestInvalid(t *testing.T) {
 		want []Detail
 	}{
 		// The body itself.
-		{"empty body", ``, []Detail{{"", "request body must be a JSON object (malformed JSON at byte 0: unexpected end of JSON input)"}}},
-		{"malformed", `{"version":1,`, []Detail{{"", "request body must be a JSON object (malformed JSON at byte 13: unexpected end of JSON input)"}}},
-		{"trailing garbage", `{"version":1,"workflow":{}} x`, []Detail{{"", "request body must be a JSON object (malformed JSON at byte 29: invalid character 'x' after top-level value)"}}},
+		{"empty body", ``, []Detail{{"", "request body must be a JSON object (malformed JSON at line 1, column 1 (byte 0): unexpected end of JSON input)"}}},
+		{"malformed", `{"version":1,`, []Detail{{"", "request body must be a JSON object (malformed JSON at line 1, column 14 (byte 13): unexpected end of JSON input)"}}},
+		{"trailing garbage", `{"version":1,"workflow":{}} x`, []Detail{{"", "request body must be a JSON object (malformed JSON at line 1, column 29 (byte 28): invalid character 'x' after top-level value)"}}},
 		{"body null", `null`, []Detail{{"", "request body must be a JSON object"}}},
 		{"body array", `[{"version":1}]`, []Detail{{"", "request body must be a JSON object, got array"}}},
 		{"body string", `"hi"`, []Detail{{"", "request body must be a JSON object, got string"}}},

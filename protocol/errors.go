@@ -59,6 +59,11 @@ type Detail struct {
 // lists every problem found, each with the path of the field at fault.
 type Invalid struct {
 	Details []Detail
+	// Syntax is set when the body is not JSON at all.
+	Syntax *Syntax
+	// tooDeep marks a body refused for its nesting, which is not decoded
+	// further.
+	tooDeep bool
 }
 
 // Invalidf returns an *Invalid with a single detail.

@@ -44,6 +44,9 @@ type Config struct {
 	MaxConcurrency int   // RUNNER_MAX_CONCURRENCY
 	MaxMapItems    int   // RUNNER_MAX_MAP_ITEMS
 	MaxChildDepth  int   // RUNNER_MAX_CHILD_DEPTH
+	MaxDepth       int   // RUNNER_MAX_DEPTH: nesting of a request body
+	MaxSchemaDepth int   // RUNNER_MAX_SCHEMA_DEPTH: nesting of an input JSON Schema
+	MaxSchemaBytes int   // RUNNER_MAX_SCHEMA_BYTES: size of an input JSON Schema
 	MaxEventBytes  int   // RUNNER_MAX_EVENT_BYTES
 	MaxOutputBytes int64 // RUNNER_MAX_OUTPUT_BYTES
 	MemoryBudget   int64 // RUNNER_MEMORY_BUDGET_BYTES (default: a quarter of MemoryMB)
@@ -90,6 +93,9 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxConcurrency:  r.int("RUNNER_MAX_CONCURRENCY", 16, 1, 1024),
 		MaxMapItems:     r.int("RUNNER_MAX_MAP_ITEMS", 10_000, 1, 1_000_000),
 		MaxChildDepth:   r.int("RUNNER_MAX_CHILD_DEPTH", 8, 1, 64),
+		MaxDepth:        r.int("RUNNER_MAX_DEPTH", 128, 8, 10_000),
+		MaxSchemaDepth:  r.int("RUNNER_MAX_SCHEMA_DEPTH", 32, 2, 1_000),
+		MaxSchemaBytes:  r.int("RUNNER_MAX_SCHEMA_BYTES", 256<<10, 64, 16<<20),
 		MaxEventBytes:   r.int("RUNNER_MAX_EVENT_BYTES", 64<<10, 256, 16<<20),
 
 		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1<<20, 1),

@@ -36,6 +36,9 @@ func TestLoadDefaults(t *testing.T) {
 		MaxConcurrency:       16,
 		MaxMapItems:          10_000,
 		MaxChildDepth:        8,
+		MaxDepth:             128,
+		MaxSchemaDepth:       32,
+		MaxSchemaBytes:       256 << 10,
 		MaxEventBytes:        64 << 10,
 		MaxOutputBytes:       4 << 20,
 		MemoryBudget:         128 << 20, // a quarter of 512 MB

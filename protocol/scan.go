@@ -1,0 +1,351 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// The structure checks below walk a body once with encoding/json's token
+// reader. They keep one frame per open array or object (the key being read
+// and, for objects, the keys seen so far), so memory is bounded by the body;
+// a path is only rendered when a problem is reported.
+
+// frame is one open array or object of a walk.
+type frame struct {
+	obj bool
+	key string // current member's key (objects)
+	// index is the current element's index (arrays, -1 before the first);
+	// in objects 1 while a member's value is awaited.
+	index int
+	first string // an object's first key, kept without a map
+	keys  map[string]struct{}
+	n     int      // members seen (objects)
+	loc   *locNode // Locate's trie node of this container, nil off every path
+}
+
+// Syntax is a body that is not JSON, with where it stopped being JSON.
+type Syntax struct {
+	Offset       int // byte offset
+	Line, Column int // 1-based
+	Reason       string
+}
+
+func (s *Syntax) Error() string {
+	return fmt.Sprintf("malformed JSON at line %d, column %d (byte %d): %s", s.Line, s.Column, s.Offset, s.Reason)
+}
+
+// CheckStructure walks data once and reports what no decoder would: a
+// duplicate object key anywhere (encoding/json keeps the last, a proxy may
+// read the first) and nesting deeper than maxDepth (0: no cap of its own).
+// Depth counts from the body: {"a":[1]} is 2 deep. A body that is not JSON
+// gives a *Syntax; other problems are an *Invalid naming each path.
+func CheckStructure(data []byte, maxDepth int) error {
+	inv := &Invalid{}
+	err := walk(data, func(st []frame, start int, container bool) (*locNode, error) {
+		if container && maxDepth > 0 && len(st) >= maxDepth {
+			return nil, &limitError{path: shortPath(st), max: maxDepth}
+		}
+		return nil, nil
+	}, func(st []frame, key string) {
+		inv.Add(shortPath(st), "duplicate key %q: every key may appear once in an object", clip(key))
+	})
+	var le *limitError
+	if errors.As(err, &le) {
+		inv.Add(le.path, "nested deeper than maxDepth (%d levels)", le.max)
+		inv.tooDeep = true
+		return inv
+	}
+	if err != nil {
+		return err
+	}
+	return inv.Err()
+}
+
+type limitError struct {
+	path string
+	max  int
+}
+
+func (e *limitError) Error() string { return fmt.Sprintf("%s: nested deeper than %d", e.path, e.max) }
+
+// walk reads data token by token. value is called where each value starts,
+// with the frames enclosing it (the last one says which member or element
+// it is) and whether it is an array or object; dup for each repeated key
+// of an object, with the key's member current.
+func walk(data []byte, value func(st []frame, start int, container bool) (*locNode, error), dup func(st []frame, key string)) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var st []frame
+	for {
+		start := skipSpace(data, int(dec.InputOffset()))
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return syntaxAt(data, len(data), "unexpected end of JSON input")
+		}
+		if err != nil {
+			return syntaxErr(data, err, int(dec.InputOffset()))
+		}
+		if s, ok := tok.(string); ok && len(st) > 0 && st[len(st)-1].obj && st[len(st)-1].index != 1 {
+			// Inside an object, Token alternates keys and values.
+			f := &st[len(st)-1]
+			f.key = s
+			f.index = 1 // a key was read, its value comes next
+			f.n++
+			if f.n == 1 {
+				f.first = s
+				continue
+			}
+			if f.keys == nil {
+				f.keys = map[string]struct{}{f.first: {}}
+			}
+			if _, seen := f.keys[s]; seen {
+				dup(st, s)
+			}
+			f.keys[s] = struct{}{}
+			continue
+		}
+		d, isDelim := tok.(json.Delim)
+		if isDelim && (d == '}' || d == ']') {
+			st = st[:len(st)-1]
+		} else {
+			advance(st)
+			container := isDelim
+			loc, err := value(st, start, container)
+			if err != nil {
+				return err
+			}
+			if container {
+				st = append(st, frame{obj: d == '{', index: -1, loc: loc})
+				continue
+			}
+		}
+		if len(st) == 0 {
+			// One top-level value: anything after it but space is an error.
+			if rest := skipSpace(data, int(dec.InputOffset())); rest < len(data) {
+				return syntaxAt(data, rest, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[rest])))
+			}
+			return nil
+		}
+	}
+}
+
+// advance records that a value starts in the innermost open container.
+func advance(st []frame) {
+	if len(st) == 0 {
+		return
+	}
+	f := &st[len(st)-1]
+	if f.obj {
+		f.index = 0 // the key's value is read
+		return
+	}
+	f.index++
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r', ',', ':':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+func syntaxErr(data []byte, err error, off int) error {
+	// The token reader's offsets are relative to the value it was reading;
+	// the whole-body checker's are absolute. Only paid on a bad body.
+	var raw json.RawMessage
+	if uerr := json.Unmarshal(data, &raw); uerr != nil {
+		err = uerr
+		off = len(data)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return syntaxAt(data, int(se.Offset)-1, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return syntaxAt(data, len(data), "unexpected end of JSON input")
+	}
+	return syntaxAt(data, off, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func syntaxAt(data []byte, off int, reason string) *Syntax {
+	off = min(max(off, 0), len(data))
+	line, col := LineColumn(data, off)
+	return &Syntax{Offset: off, Line: line, Column: col, Reason: reason}
+}
+
+func quoteChar(c byte) string {
+	if c == '\'' {
+		return `'\''`
+	}
+	if c == '"' {
+		return `'"'`
+	}
+	return "'" + string(c) + "'"
+}
+
+// LineColumn returns the 1-based line and column (in bytes) of offset in
+// data.
+func LineColumn(data []byte, offset int) (line, col int) {
+	offset = min(max(offset, 0), len(data))
+	before := data[:offset]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	col = offset - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// shortPath renders the path of the value being read in the innermost
+// frame of st, as "workflow.nodes[2].with". Keys are clipped so that a
+// hostile document cannot make one error detail as large as itself.
+func shortPath(st []frame) string {
+	var b strings.Builder
+	for i, f := range st {
+		if b.Len() > 512 {
+			b.WriteString("…")
+			break
+		}
+		if f.obj {
+			b.WriteString(keySegment(i > 0, f.key))
+			continue
+		}
+		b.WriteString("[" + strconv.Itoa(max(f.index, 0)) + "]")
+	}
+	return b.String()
+}
+
+func keySegment(dot bool, key string) string {
+	if dot {
+		return "." + clip(key)
+	}
+	return clip(key)
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// locNode is a node of the trie of paths Locate looks for.
+type locNode struct {
+	keys   map[string]*locNode
+	elems  map[int]*locNode
+	offset int // where the value starts, -1 until seen
+}
+
+func (n *locNode) child(f *frame) *locNode {
+	if f.obj {
+		return n.keys[f.key]
+	}
+	return n.elems[f.index]
+}
+
+// Locate returns the byte offset at which the value at each path starts
+// ("workflow.nodes[2].with.url"), in one walk of data. A path that is not
+// in data (a missing member) gets the offset of its nearest ancestor that
+// is; data that is not JSON gives no offsets.
+func Locate(data []byte, paths []string) map[string]int {
+	root := &locNode{offset: -1}
+	ends := make(map[string][]*locNode, len(paths))
+	for _, p := range paths {
+		if _, done := ends[p]; done {
+			continue
+		}
+		chain := []*locNode{root}
+		n := root
+		for _, seg := range splitPath(p) {
+			var next *locNode
+			if seg.key != nil {
+				if next = n.keys[*seg.key]; next == nil {
+					next = &locNode{offset: -1}
+					if n.keys == nil {
+						n.keys = map[string]*locNode{}
+					}
+					n.keys[*seg.key] = next
+				}
+			} else {
+				if next = n.elems[seg.index]; next == nil {
+					next = &locNode{offset: -1}
+					if n.elems == nil {
+						n.elems = map[int]*locNode{}
+					}
+					n.elems[seg.index] = next
+				}
+			}
+			chain = append(chain, next)
+			n = next
+		}
+		ends[p] = chain
+	}
+	_ = walk(data, func(st []frame, start int, _ bool) (*locNode, error) {
+		n := root
+		if len(st) > 0 {
+			if n = st[len(st)-1].loc; n == nil {
+				return nil, nil
+			}
+			n = n.child(&st[len(st)-1])
+		}
+		if n != nil {
+			n.offset = start
+		}
+		return n, nil
+	}, func([]frame, string) {})
+	out := make(map[string]int, len(ends))
+	for p, chain := range ends {
+		for i := len(chain) - 1; i >= 0; i-- {
+			if chain[i].offset >= 0 {
+				out[p] = chain[i].offset
+				break
+			}
+		}
+	}
+	return out
+}
+
+type segment struct {
+	key   *string
+	index int
+}
+
+// splitPath splits a detail path into member keys and element indexes.
+// Keys holding '.' or '[' cannot be told apart; such a path is located at
+// the nearest ancestor that can.
+func splitPath(p string) []segment {
+	var out []segment
+	for p != "" {
+		switch {
+		case p[0] == '.':
+			p = p[1:]
+		case p[0] == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return out
+			}
+			i, err := strconv.Atoi(p[1:end])
+			if err != nil {
+				return out
+			}
+			out = append(out, segment{index: i})
+			p = p[end+1:]
+		default:
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			k := p[:end]
+			out = append(out, segment{key: &k})
+			p = p[end:]
+		}
+	}
+	return out
+}

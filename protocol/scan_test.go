@@ -1,0 +1,89 @@
+package protocol
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestCheckStructure(t *testing.T) {
+	tests := []struct {
+		name, body string
+		depth      int
+		want       []Detail // nil: no problem
+		syntax     string   // "line:col" of a *Syntax
+	}{
+		{name: "valid", body: `{"a":[1,{"b":null}],"c":"x"}`},
+		{name: "same key in sibling objects", body: `{"a":{"k":1},"b":{"k":2}}`},
+		{name: "duplicate top-level", body: `{"permissions":[],"permissions":null}`,
+			want: []Detail{{"permissions", `duplicate key "permissions": every key may appear once in an object`}}},
+		{name: "duplicate nested", body: `{"workflow":{"nodes":[{"id":"a"},{"id":"b","with":{"x":1,"y":2,"x":3}}]}}`,
+			want: []Detail{{"workflow.nodes[1].with.x", `duplicate key "x": every key may appear once in an object`}}},
+		{name: "duplicate in array of arrays", body: `[[{"a":1}],[{"b":1,"b":2}]]`,
+			want: []Detail{{"[1][0].b", `duplicate key "b": every key may appear once in an object`}}},
+		{name: "key equal to a string value", body: `{"a":"b","b":"a"}`},
+		{name: "too deep", body: `{"a":{"b":[[1]]}}`, depth: 3,
+			want: []Detail{{"a.b[0]", "nested deeper than maxDepth (3 levels)"}}},
+		{name: "at the cap", body: `{"a":{"b":[1]}}`, depth: 3},
+		{name: "syntax line col", body: "{\n  \"a\": 1,\n  \"b\": x\n}", syntax: "3:8"},
+		{name: "truncated", body: `{"a":`, syntax: "1:6"},
+		{name: "empty", body: ``, syntax: "1:1"},
+		{name: "trailing", body: `{} x`, syntax: "1:4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckStructure([]byte(tt.body), tt.depth)
+			if tt.syntax != "" {
+				var se *Syntax
+				if !errors.As(err, &se) {
+					t.Fatalf("got %v, want a syntax error", err)
+				}
+				if got := itoa(se.Line) + ":" + itoa(se.Column); got != tt.syntax {
+					t.Fatalf("position %s, want %s (%v)", got, tt.syntax, se)
+				}
+				return
+			}
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("unexpected %v", err)
+				}
+				return
+			}
+			var inv *Invalid
+			if !errors.As(err, &inv) {
+				t.Fatalf("got %v, want *Invalid", err)
+			}
+			if len(inv.Details) != len(tt.want) {
+				t.Fatalf("details %v, want %v", inv.Details, tt.want)
+			}
+			for i := range tt.want {
+				if inv.Details[i] != tt.want[i] {
+					t.Errorf("detail %d: %v, want %v", i, inv.Details[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestLocate(t *testing.T) {
+	body := "{\"workflow\": {\n  \"nodes\": [\n    {\"id\": \"a\"},\n    {\"id\": \"b\", \"with\": {\"url\": 1}}\n  ]\n}}"
+	got := Locate([]byte(body), []string{"workflow.nodes[1].with.url", "workflow.nodes[0].missing", "workflow", "nope[3]"})
+	for path, want := range map[string]string{
+		"workflow.nodes[1].with.url": "1",
+		"workflow.nodes[0].missing":  `{"id": "a"}`,
+		"workflow":                   "{\n",
+		"nope[3]":                    "{\"workflow\"",
+	} {
+		off, ok := got[path]
+		if !ok || !strings.HasPrefix(body[off:], want) {
+			t.Errorf("%s at %d (%v), want the value %q", path, off, ok, want)
+		}
+	}
+	line, col := LineColumn([]byte(body), got["workflow.nodes[1].with.url"])
+	if line != 4 || col != 33 {
+		t.Errorf("line:col %d:%d, want 4:33", line, col)
+	}
+}
