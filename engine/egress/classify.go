@@ -70,6 +70,22 @@ var (
 	sixToFour  = netip.MustParsePrefix("2002::/16")       // 6to4: IPv4 in bits 16-47
 )
 
+// carried returns the IPv4 address an IPv6 address carries (see Classify),
+// or ip itself.
+func carried(ip netip.Addr) netip.Addr {
+	if !ip.Is6() {
+		return ip
+	}
+	b := ip.As16()
+	switch {
+	case mapped.Contains(ip), translated.Contains(ip), nat64.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16]))
+	case compatible.Contains(ip) && !ip.IsLoopback() && !ip.IsUnspecified():
+		return netip.AddrFrom4([4]byte(b[12:16]))
+	}
+	return ip
+}
+
 // Classify reports the class of an address that the guard refuses by
 // default, or "" for a public address. IPv4-mapped, IPv4-translated,
 // IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are

@@ -3,11 +3,9 @@ package egress
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -77,20 +75,7 @@ func New(p protocol.HTTPPolicy, o Options) (*Client, error) {
 		allow:        slices.Clone(o.AllowPrefixes),
 		blocked:      slices.Clone(o.Blocked),
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}
-	c.transport = &http.Transport{
-		// No proxy, whatever HTTP_PROXY says: through a proxy the guard
-		// would only ever see the proxy's address.
-		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off otherwise
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    10 * time.Second,
-		MaxIdleConns:           32,
-		IdleConnTimeout:        30 * time.Second,
-		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: 256 << 10,
-	}
+	c.transport = newTransport(g)
 	return c, nil
 }
 

@@ -19,10 +19,12 @@ type guard struct {
 	blocked      []netip.AddrPort
 }
 
-// privateClasses are what allowPrivateNetwork admits. Unspecified,
-// multicast and reserved addresses have no business in a workflow; the
-// operator can still admit them with AllowPrefixes.
-var privateClasses = []string{ClassLoopback, ClassPrivate, ClassLinkLocal, ClassCGNAT}
+// privateClasses are what allowPrivateNetwork (and an operator-configured
+// endpoint) admits. Unspecified, multicast and reserved addresses have no
+// business in a workflow; the operator can still admit them with
+// AllowPrefixes. Link-local addresses are never admitted: they hold the
+// metadata and credential endpoints of every cloud.
+var privateClasses = []string{ClassLoopback, ClassPrivate, ClassCGNAT}
 
 // refusal is the dial error the guard returns; the client turns it into an
 // HTTP_BLOCKED *Error naming the host.
@@ -52,8 +54,11 @@ func (g *guard) check(ap netip.AddrPort) error {
 		return &refusal{ap, "blocked by the runner (never reachable)"}
 	}
 	class := Classify(ip)
-	if class == ClassMetadata {
+	switch class {
+	case ClassMetadata:
 		return &refusal{ap, "a cloud metadata address (never reachable)"}
+	case ClassLinkLocal:
+		return &refusal{ap, "a link-local address (never reachable)"}
 	}
 	if class == "" {
 		return nil
@@ -73,11 +78,12 @@ func (g *guard) check(ap netip.AddrPort) error {
 }
 
 func (g *guard) isBlocked(ip netip.Addr, port uint16) bool {
+	ip = carried(ip)
 	for _, b := range g.blocked {
 		if b.Port() != 0 && b.Port() != port {
 			continue
 		}
-		bip := b.Addr().WithZone("").Unmap()
+		bip := carried(b.Addr().WithZone(""))
 		if bip == ip || (isLocal(bip) && isLocal(ip)) {
 			return true
 		}

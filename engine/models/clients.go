@@ -27,6 +27,10 @@ type Clients struct {
 	// set; nil means http.DefaultClient for the former and the AWS
 	// configuration's client for Bedrock.
 	HTTPClient *http.Client
+	// CheckEndpoint, when not nil, is asked about a model entry's baseUrl
+	// before any call; an error fails the call at once with its message
+	// (egress.Endpoints.Check says what was blocked and why).
+	CheckEndpoint func(ctx context.Context, rawURL string) error
 	// MaxRetries is the number of retries after the first attempt; zero
 	// means DefaultMaxRetries and a negative value means none.
 	MaxRetries int
@@ -42,6 +46,11 @@ type Clients struct {
 // Provider returns the provider for model entry m. It is cheap: the engine
 // may call it for every model call.
 func (c *Clients) Provider(ctx context.Context, m protocol.Model) (Provider, error) {
+	if c.CheckEndpoint != nil && m.BaseURL != "" {
+		if err := c.CheckEndpoint(ctx, m.BaseURL); err != nil {
+			return nil, &Error{Provider: m.Provider, Message: newScrubber(m).scrub(err.Error())}
+		}
+	}
 	switch m.Provider {
 	case ProviderOpenAI:
 		return c.openAI(m), nil

@@ -29,6 +29,11 @@ type Options struct {
 	// a private client whose connections Close releases; a client given
 	// here stays the caller's, and Close leaves its idle connections alone.
 	HTTPClient *http.Client
+	// CheckEndpoint, when not nil, is asked about each toolset URL before
+	// its first connection; an error fails the connection at once, with the
+	// error's message (egress.Endpoints.Check says what was blocked and
+	// why).
+	CheckEndpoint func(ctx context.Context, rawURL string) error
 	// ClientName and ClientVersion are announced to servers as the MCP
 	// client implementation; empty means DefaultClientName and
 	// DefaultClientVersion.
@@ -44,6 +49,7 @@ type Options struct {
 type Set struct {
 	client   *mcp.Client
 	toolsets map[string]*toolset
+	check    func(ctx context.Context, rawURL string) error
 	// ownTransport is the private transport made when Options.HTTPClient
 	// is nil, whose idle connections Close releases.
 	ownTransport *http.Transport
@@ -97,6 +103,7 @@ func New(defs []protocol.Toolset, opts Options) *Set {
 	s := &Set{
 		client:   mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}, nil),
 		toolsets: make(map[string]*toolset, len(defs)),
+		check:    opts.CheckEndpoint,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 

@@ -106,6 +106,12 @@ func (t *toolset) connect(c *conn) {
 	}
 	done := make(chan result, 1)
 	go func() {
+		if t.set.check != nil {
+			if err := t.set.check(ctx, t.def.URL); err != nil {
+				done <- result{nil, err}
+				return
+			}
+		}
 		transport := &mcp.StreamableClientTransport{
 			Endpoint:   t.def.URL,
 			HTTPClient: t.http,

@@ -122,8 +122,9 @@ func capabilities(cfg config.Config, eng *engine.Engine) protocol.Capabilities {
 // services configures the engine's runtime services. The deployment's
 // model table (RUNNER_MODELS) is validated here, so that a bad one stops
 // the process at startup with every problem named under the variable,
-// instead of failing executions. The Lambda runtime API is never reachable
-// from http nodes, whatever a policy or RUNNER_HTTP_ALLOW_CIDRS says.
+// instead of failing executions. The Lambda runtime API and link-local
+// (metadata) addresses are never reachable from http nodes, toolsets or
+// model providers, whatever a policy or RUNNER_HTTP_ALLOW_CIDRS says.
 func services(ctx context.Context, cfg config.Config) (engine.Services, error) {
 	var table *models.Table
 	if len(cfg.Models) > 0 {
@@ -137,16 +138,25 @@ func services(ctx context.Context, cfg config.Config) (engine.Services, error) {
 	if err != nil {
 		return engine.Services{}, fmt.Errorf("AWS_LAMBDA_RUNTIME_API: %w", err)
 	}
+	httpOpts := egress.Options{
+		MaxResponseBytes: cfg.HTTPMaxResponseBytes,
+		Timeout:          cfg.HTTPTimeout,
+		AllowPrefixes:    cfg.HTTPAllowPrefixes,
+		Blocked:          blocked,
+	}
+	// One guard for every connection an execution makes: http nodes dial
+	// through egress.Client (built per execution from httpOpts), toolsets
+	// and model providers through the shared endpoint client. A tracing
+	// wrapper goes in NewEndpoints' second argument.
+	endpoints := egress.NewEndpoints(httpOpts, nil)
 	return engine.Services{
-		Models:     &models.Clients{},
+		Models:     &models.Clients{HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check},
 		ModelTable: table,
-		HTTP: egress.Options{
-			MaxResponseBytes: cfg.HTTPMaxResponseBytes,
-			Timeout:          cfg.HTTPTimeout,
-			AllowPrefixes:    cfg.HTTPAllowPrefixes,
-			Blocked:          blocked,
+		HTTP:       httpOpts,
+		Toolsets: toolsets.Options{
+			ClientName: "runnerd-lambda", ClientVersion: version,
+			HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check,
 		},
-		Toolsets: toolsets.Options{ClientName: "runnerd-lambda", ClientVersion: version},
 	}, nil
 }
 
