@@ -1,0 +1,205 @@
+// Package progress shows an execution's events as one line per node, map
+// items and child workflow nodes nested under their parent, redrawn in
+// place on a terminal.
+package progress
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// State is where a node stands.
+type State string
+
+// The states a node goes through.
+const (
+	Waiting   State = "waiting"
+	Running   State = "running"
+	Completed State = "completed"
+	Failed    State = "failed"
+	Skipped   State = "skipped"
+	Suspended State = "suspended"
+)
+
+var icons = map[State]string{
+	Waiting: "·", Running: "…", Completed: "✓", Failed: "✗", Skipped: "-", Suspended: "⏸",
+}
+
+// Node is one line of the board.
+type Node struct {
+	ID       string
+	Type     string
+	State    State
+	Attempt  int
+	Started  time.Time
+	Duration time.Duration
+	// Detail is the failure or suspension, for people.
+	Detail string
+	// Decisions are the permission decisions made for the node.
+	Decisions []string
+
+	label    string
+	group    bool // a map item: a heading, not a node
+	children []*Node
+}
+
+// Board is the state of every node seen so far. The zero value is empty and
+// ready; Now defaults to time.Now.
+type Board struct {
+	Now func() time.Time
+
+	top  []*Node
+	byID map[string]*Node
+}
+
+// Expect lists top-level nodes, in document order, before their events
+// arrive: they show as waiting.
+func (b *Board) Expect(id, typ string) {
+	n := b.node(id)
+	if n.Type == "" {
+		n.Type = typ
+	}
+}
+
+func (b *Board) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+// parent splits a nested node id: "each[3].tag" is "tag" under "each[3]",
+// "each[3]" is item "[3]" under "each", "review.lint" is "lint" under
+// "review".
+func parent(id string) (parentID, label string) {
+	if strings.HasSuffix(id, "]") {
+		if i := strings.LastIndexByte(id, '['); i > 0 {
+			return id[:i], id[i:]
+		}
+	}
+	if i := strings.LastIndexByte(id, '.'); i > 0 {
+		return id[:i], id[i+1:]
+	}
+	return "", id
+}
+
+// node returns the node with id, creating it and its ancestors.
+func (b *Board) node(id string) *Node {
+	if b.byID == nil {
+		b.byID = map[string]*Node{}
+	}
+	if n, ok := b.byID[id]; ok {
+		return n
+	}
+	pid, label := parent(id)
+	n := &Node{ID: id, label: label, State: Waiting, group: strings.HasPrefix(label, "[")}
+	b.byID[id] = n
+	if pid == "" {
+		b.top = append(b.top, n)
+	} else {
+		p := b.node(pid)
+		p.children = append(p.children, n)
+	}
+	return n
+}
+
+// Apply records one event.
+func (b *Board) Apply(ev protocol.Event) {
+	switch e := ev.(type) {
+	case *protocol.NodeStarted:
+		n := b.node(e.NodeID)
+		n.Type, n.State, n.Attempt, n.Started, n.Detail = e.NodeType, Running, e.Attempt, b.now(), ""
+	case *protocol.NodeCompleted:
+		n := b.node(e.NodeID)
+		n.Type, n.State, n.Attempt = e.NodeType, Completed, e.Attempt
+		n.Duration = time.Duration(e.DurationMs) * time.Millisecond
+	case *protocol.NodeFailed:
+		n := b.node(e.NodeID)
+		n.Type, n.Attempt = e.NodeType, e.Attempt
+		n.Duration = time.Duration(e.DurationMs) * time.Millisecond
+		n.Detail = fmt.Sprintf("%s: %s", e.Error.Code, e.Error.Message)
+		n.State = Failed
+		if e.Retrying {
+			n.State = Waiting
+			n.Detail = "retrying after " + n.Detail
+		}
+	case *protocol.NodeSuspended:
+		n := b.node(e.NodeID)
+		n.Type, n.State = e.NodeType, Suspended
+		n.Detail = fmt.Sprintf("needs %s: %s %s", e.Reason, e.Request.Action, e.Request.Resource)
+	case *protocol.PermissionDecision:
+		n := b.node(e.NodeID)
+		n.Decisions = append(n.Decisions, fmt.Sprintf("%s %s %s: %s", e.Decision, e.Action, e.Resource, e.Source))
+	}
+}
+
+// Finish marks the nodes that never ran as skipped, once the terminal event
+// has arrived.
+func (b *Board) Finish() {
+	for _, n := range b.byID {
+		if n.State == Waiting && !n.group {
+			n.State = Skipped
+		}
+		if n.State == Running {
+			n.State = Failed
+			n.Detail = "ended with the execution"
+		}
+	}
+}
+
+// Lines renders the board, one line per node and permission decision.
+func (b *Board) Lines() []string {
+	var out []string
+	now := b.now()
+	var walk func(ns []*Node, depth int)
+	walk = func(ns []*Node, depth int) {
+		for _, n := range ns {
+			out = append(out, n.line(depth, now))
+			for _, d := range n.Decisions {
+				out = append(out, strings.Repeat("  ", depth+2)+"permission "+d)
+			}
+			walk(n.children, depth+1)
+		}
+	}
+	walk(b.top, 0)
+	return out
+}
+
+func (n *Node) line(depth int, now time.Time) string {
+	indent := strings.Repeat("  ", depth)
+	if n.group {
+		return indent + n.label
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s%s %s", indent, icons[n.State], n.label)
+	if n.Type != "" {
+		fmt.Fprintf(&b, " (%s)", n.Type)
+	}
+	b.WriteString(" " + string(n.State))
+	if n.Attempt > 0 {
+		fmt.Fprintf(&b, " · attempt %d", n.Attempt)
+	}
+	switch {
+	case n.State == Running:
+		b.WriteString(" · " + round(now.Sub(n.Started)))
+	case n.State == Completed || n.State == Failed:
+		b.WriteString(" · " + round(n.Duration))
+	}
+	if n.Detail != "" {
+		b.WriteString(" · " + n.Detail)
+	}
+	return b.String()
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
