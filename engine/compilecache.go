@@ -3,8 +3,6 @@ package engine
 import (
 	"sync"
 
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/vm"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -19,26 +17,14 @@ import (
 // The caches are bounded in entries and in key size, and emptied when full,
 // so that callers sending ever-new documents cost a fixed amount of memory.
 var (
-	programs = compileCache[*vm.Program]{max: 1024, maxKey: 4 << 10}
+	programs = compileCache[*compiled]{max: 1024, maxKey: 4 << 10}
 	schemas  = compileCache[*jsonschema.Schema]{max: 64, maxKey: 64 << 10}
 )
 
-// whenOptions are the options of a `when` expression. compileProgram caches
-// programs compiled with no options or with exactly this slice, and compiles
-// any other options afresh: options are functions and cannot be compared.
-var whenOptions = []expr.Option{expr.AsBool()}
-
-// compileProgram is expr.Compile through the program cache.
-func compileProgram(src string, opts ...expr.Option) (*vm.Program, error) {
-	key := "t:" + src
-	switch {
-	case len(opts) == 0:
-	case len(opts) == len(whenOptions) && &opts[0] == &whenOptions[0]:
-		key = "w:" + src
-	default:
-		return expr.Compile(src, opts...)
-	}
-	return programs.get(key, func() (*vm.Program, error) { return expr.Compile(src, opts...) })
+// compileProgram compiles an expression, budget patch included (see
+// exprbudget.go), through the program cache.
+func compileProgram(src string) (*compiled, error) {
+	return programs.get(src, func() (*compiled, error) { return compileBudgeted(src) })
 }
 
 // compileSchemaText compiles a JSON Schema written in a request through the

@@ -33,6 +33,14 @@ type Limits struct {
 	MaxEventBytes  int   // traced input/output per event, truncated beyond
 	MaxOutputBytes int64 // one node's output
 	MemoryBudget   int64 // all node outputs of one execution together
+	// MaxExprSteps bounds one evaluation (a template, a `when`, an
+	// output): predicate iterations, operators and builtin work counted
+	// while it runs. 0 means unbounded.
+	MaxExprSteps int64
+	// MaxExprMemory bounds the bytes one evaluation may allocate in
+	// strings and collections, charged before each allocation. 0 means
+	// unbounded.
+	MaxExprMemory int64
 	// MaxDuration bounds an execution whose context has no deadline (the
 	// local server); under Lambda the invocation deadline applies.
 	MaxDuration time.Duration
@@ -53,6 +61,8 @@ func DefaultLimits() Limits {
 		MaxEventBytes:  64 << 10,
 		MaxOutputBytes: 4 << 20,
 		MemoryBudget:   64 << 20,
+		MaxExprSteps:   DefaultMaxExprSteps,
+		MaxExprMemory:  16 << 20,
 		MaxDuration:    15 * time.Minute,
 		Reserve:        500 * time.Millisecond,
 	}

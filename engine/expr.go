@@ -2,10 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
-	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 )
@@ -37,22 +37,40 @@ type expression struct {
 	// whole): an http node binds the host-bound ones to its request.
 	secretRefs []string
 	allSecrets bool
+	// inputRefs are the input.<name> properties read by name, for the
+	// check against the workflow's input schema.
+	inputRefs []string
+	// typ is the result type when the compiler can tell, else nil.
+	typ reflect.Type
+	// budgeted is set when the program calls the budget functions.
+	budgeted bool
 }
+
+// InputRefs returns the input.<name> properties the expression reads by
+// name, in order of first use.
+func (e *expression) InputRefs() []string { return e.inputRefs }
+
+// readsSecrets reports whether the expression sees any secret value.
+func (e *expression) readsSecrets() bool { return e.allSecrets || len(e.secretRefs) > 0 }
+
+// Fields of a node's state in expressions (see stateView).
+var (
+	stateFields = []string{"status", "output", "error"}
+	errorFields = []string{"code", "message"}
+)
 
 // compileExpr compiles src once and checks its names against sc. The error
 // is for people and names what is wrong; the caller adds the path.
-func compileExpr(src string, sc *exprScope, opts ...expr.Option) (*expression, error) {
+func compileExpr(src string, sc *exprScope) (*expression, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("empty expression")
 	}
-	prog, err := compileProgram(src, opts...)
+	cp, err := compileProgram(src)
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %s", src, firstLine(err.Error()))
 	}
-	c := &refCollector{}
-	root := prog.Node()
-	ast.Walk(&root, c)
-	e := &expression{src: src, prog: prog}
+	c := cp.refs
+	e := &expression{src: src, prog: cp.prog, typ: cp.typ, budgeted: cp.budgeted}
 	for _, name := range c.roots {
 		switch {
 		case name == "input", name == "execution", slices.Contains(c.lets, name):
@@ -66,15 +84,39 @@ func compileExpr(src string, sc *exprScope, opts ...expr.Option) (*expression, e
 				return nil, fmt.Errorf("expression %q: secrets are only available in an http node's url, query, headers and body", src)
 			}
 		default:
-			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: input, nodes, execution%s)", src, name, scopeHint(sc))
+			names := []string{"input", "nodes", "execution"}
+			if sc.item {
+				names = append(names, "item", "index")
+			}
+			if sc.secrets != nil {
+				names = append(names, "secrets")
+			}
+			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: input, nodes, execution%s)%s", src, name, scopeHint(sc), didYouMean(name, names))
 		}
 	}
 	for _, id := range c.nodeRefs {
 		if !sc.visible(id) {
-			return nil, fmt.Errorf("expression %q: nodes.%s is not upstream of this node (add it to needs, directly or through another need)", src, id)
+			hint := didYouMean(id, sc.ancestors())
+			if hint == "" {
+				hint = " (add it to needs, directly or through another need)"
+			}
+			return nil, fmt.Errorf("expression %q: nodes.%s is not upstream of this node%s", src, id, hint)
 		}
 		if !slices.Contains(e.refs, id) {
 			e.refs = append(e.refs, id)
+		}
+	}
+	for _, f := range c.nodeFields {
+		fields := stateFields
+		if f.sub {
+			fields = errorFields
+		}
+		if !slices.Contains(fields, f.field) {
+			what := "a node's state has status, output and error"
+			if f.sub {
+				what = "a node's error has code and message"
+			}
+			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path, what, didYouMean(f.field, fields))
 		}
 	}
 	e.all = c.nodesUses > len(c.nodeRefs)
@@ -84,6 +126,11 @@ func compileExpr(src string, sc *exprScope, opts ...expr.Option) (*expression, e
 		}
 	}
 	e.allSecrets = c.secretUses > len(c.secretRefs)
+	for _, name := range c.inputRefs {
+		if !slices.Contains(e.inputRefs, name) {
+			e.inputRefs = append(e.inputRefs, name)
+		}
+	}
 	if sc.secrets != nil {
 		for _, name := range c.secretRefs {
 			if !sc.secrets[name] {
@@ -118,6 +165,16 @@ type refCollector struct {
 	nodesUses  int
 	secretRefs []string
 	secretUses int
+	inputRefs  []string
+	nodeFields []nodeField
+}
+
+// nodeField is a nodes.<id>.<field> (or nodes.<id>.error.<field>, sub)
+// read by name.
+type nodeField struct {
+	path  string
+	field string
+	sub   bool
 }
 
 func (c *refCollector) Visit(n *ast.Node) {
@@ -135,9 +192,24 @@ func (c *refCollector) Visit(n *ast.Node) {
 	case *ast.VariableDeclaratorNode:
 		c.lets = append(c.lets, v.Name)
 	case *ast.MemberNode:
-		id, ok := v.Node.(*ast.IdentifierNode)
 		prop, isStr := v.Property.(*ast.StringNode)
-		if !ok || !isStr {
+		if !isStr {
+			return
+		}
+		if id, ok := nodeMember(v.Node); ok {
+			c.nodeFields = append(c.nodeFields, nodeField{path: "nodes." + id + "." + prop.Value, field: prop.Value})
+			return
+		}
+		if inner, ok := v.Node.(*ast.MemberNode); ok {
+			if p, ok := inner.Property.(*ast.StringNode); ok && p.Value == "error" {
+				if id, ok := nodeMember(inner.Node); ok {
+					c.nodeFields = append(c.nodeFields, nodeField{path: "nodes." + id + ".error." + prop.Value, field: prop.Value, sub: true})
+				}
+			}
+			return
+		}
+		id, ok := v.Node.(*ast.IdentifierNode)
+		if !ok {
 			return
 		}
 		switch id.Value {
@@ -145,6 +217,22 @@ func (c *refCollector) Visit(n *ast.Node) {
 			c.nodeRefs = append(c.nodeRefs, prop.Value)
 		case "secrets":
 			c.secretRefs = append(c.secretRefs, prop.Value)
+		case "input":
+			c.inputRefs = append(c.inputRefs, prop.Value)
 		}
 	}
+}
+
+// nodeMember reports whether n is nodes.<id>, and the id.
+func nodeMember(n ast.Node) (string, bool) {
+	m, ok := n.(*ast.MemberNode)
+	if !ok {
+		return "", false
+	}
+	root, ok := m.Node.(*ast.IdentifierNode)
+	prop, isStr := m.Property.(*ast.StringNode)
+	if !ok || !isStr || root.Value != "nodes" {
+		return "", false
+	}
+	return prop.Value, true
 }

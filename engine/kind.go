@@ -126,16 +126,21 @@ type Call struct {
 	// With is the node's evaluated configuration (see Compiler.With).
 	With any
 
-	r  *run
-	gr *graphRun
-	n  *node
-	sc *scope
+	r   *run
+	gr  *graphRun
+	n   *node
+	sc  *scope
+	ctx context.Context // the attempt's, bounding Eval
 }
 
 // Eval evaluates a template compiled by Compiler.Template in the node's
 // scope.
 func (c *Call) Eval(t Template) (any, error) {
-	ev := newEvaluator(c.sc, t, c.n.ancestors)
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ev := newEvaluator(ctx, c.sc, t, c.n.ancestors)
 	if t.secrets {
 		ev.secrets = c.r.x.secretValues
 	}

@@ -173,13 +173,13 @@ func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (a
 		return nil, errRunSuspended
 	}
 	if !s.hasOutput {
-		return gr.output()
+		return gr.output(ctx)
 	}
 	all := make([]string, 0, len(s.sub.nodes))
 	for _, n := range s.sub.nodes {
 		all = append(all, n.id)
 	}
-	return s.output.eval(newEvaluator(sc, s.output, append(all, call.n.ancestors...)))
+	return s.output.eval(newEvaluator(ctx, sc, s.output, append(all, call.n.ancestors...)))
 }
 
 // workflowKind runs a child workflow from runtime.workflows.
@@ -253,5 +253,5 @@ func runChild(ctx context.Context, call *Call) (any, error) {
 	if call.r.suspended.Load() {
 		return nil, errRunSuspended
 	}
-	return gr.output()
+	return gr.output(ctx)
 }

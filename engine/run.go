@@ -134,7 +134,7 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status, code
 		_ = r.sink.Finish(&protocol.Result{Status: protocol.StatusSuspended, Output: json.RawMessage("null"), Usage: r.usageSnapshot(), DurationMs: dur, Suspended: s})
 		return protocol.StatusSuspended, ""
 	case err == nil:
-		out, oerr := gr.output()
+		out, oerr := gr.output(ctx)
 		if oerr == nil {
 			var b []byte
 			if b, oerr = r.marshal(out); oerr == nil {
@@ -275,7 +275,7 @@ func (gr *graphRun) execute(ctx context.Context) error {
 		for len(ready) > 0 && failure == nil && ctx.Err() == nil && !gr.r.suspended.Load() {
 			i := ready[0]
 			ready = ready[1:]
-			if st, skip := gr.gate(i); skip {
+			if st, skip := gr.gate(ctx, i); skip {
 				gr.record(i, st)
 				if st.status == statusFailed && !g.nodes[i].continue_ {
 					failure = &graphFailure{nodeID: gr.prefix + g.nodes[i].id, err: st.err}
@@ -347,17 +347,30 @@ func (gr *graphRun) record(i int, st nodeState) {
 
 // gate decides whether a ready node runs: skip=true means it does not, with
 // the state to record (skipped, or failed when `when` cannot be evaluated).
-func (gr *graphRun) gate(i int) (nodeState, bool) {
+func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 	n := gr.g.nodes[i]
 	if n.when != nil {
-		ev := newEvaluator(gr.sc, Template{refs: n.when.refs, all: n.when.all}, n.ancestors)
+		// The scheduler waits for the gate: the evaluation is bounded by
+		// the expression budgets, the node's timeout and ctx.
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if n.timeout > 0 {
+			wctx, cancel = context.WithTimeout(ctx, n.timeout)
+		}
+		defer cancel()
+		ev := newEvaluator(wctx, gr.sc, Template{refs: n.when.refs, all: n.when.all}, n.ancestors)
 		v, err := ev.run(n.when)
 		if err != nil {
-			ne := classify(err, context.Background(), context.Background())
+			ne := classify(err, wctx, ctx)
 			gr.emitFailed(n, 1, 0, ne, false)
 			return nodeState{status: statusFailed, err: ne}, true
 		}
-		if b, _ := v.(bool); !b {
+		b, ok := v.(bool)
+		if !ok {
+			ne := whenNotBoolean(n.when.src, v)
+			gr.emitFailed(n, 1, 0, ne, false)
+			return nodeState{status: statusFailed, err: ne}, true
+		}
+		if !b {
 			return nodeState{status: statusSkipped}, true
 		}
 		return nodeState{}, false
@@ -455,24 +468,25 @@ func jitter(d time.Duration) time.Duration {
 func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int) (out any, ne *NodeError, inner string) {
 	r := gr.r
 	started := time.Now()
-	with, err := n.with.eval(newEvaluator(gr.sc, n.with, n.ancestors))
-	if err != nil {
-		ne := classify(err, ctx, ctx)
-		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
-		return nil, ne, ""
-	}
-	_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: r.traced(with)})
+	// timeoutMs covers the evaluation of with as well as the step.
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if n.timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, n.timeout)
 	}
 	defer cancel()
+	with, err := n.with.eval(newEvaluator(actx, gr.sc, n.with, n.ancestors))
+	if err != nil {
+		ne := classify(err, actx, ctx)
+		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
+		return nil, ne, ""
+	}
+	_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: r.traced(with)})
 	if o := r.x.e.Observer; o != nil {
 		var end func(status, code string)
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
 		defer func() { end(attemptStatus(ne), codeOf(ne)) }()
 	}
-	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, gr: gr, n: n, sc: gr.sc}
+	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, gr: gr, n: n, sc: gr.sc, ctx: actx}
 	out, err = runStep(actx, n, call)
 	dur := time.Since(started).Milliseconds()
 	if err != nil {
@@ -566,14 +580,14 @@ func (r *run) account(out any) *NodeError {
 
 // output computes the graph's output: its output template, or an object of
 // the outputs of completed sink nodes.
-func (gr *graphRun) output() (any, error) {
+func (gr *graphRun) output(ctx context.Context) (any, error) {
 	g := gr.g
 	if g.hasOutput {
 		all := make([]string, len(g.nodes))
 		for i, n := range g.nodes {
 			all[i] = n.id
 		}
-		return g.output.eval(newEvaluator(gr.sc, g.output, all))
+		return g.output.eval(newEvaluator(ctx, gr.sc, g.output, all))
 	}
 	out := make(map[string]any, len(g.sinks))
 	for _, i := range g.sinks {

@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -39,6 +43,10 @@ func (s *scope) state(id string) (map[string]any, bool) {
 // building the environment once.
 type evaluator struct {
 	sc *scope
+	// budget bounds the evaluation and carries its context: every
+	// expression of the template shares it.
+	budget *exprBudget
+	bound  bool // the budget's functions are in env
 	// refs are the node ids to put in scope: the template's own, or every
 	// visible one when it indexes nodes dynamically.
 	refs    []string
@@ -46,8 +54,8 @@ type evaluator struct {
 	env     map[string]any
 }
 
-func newEvaluator(sc *scope, t Template, ancestors []string) *evaluator {
-	ev := &evaluator{sc: sc, refs: t.refs}
+func newEvaluator(ctx context.Context, sc *scope, t Template, ancestors []string) *evaluator {
+	ev := &evaluator{sc: sc, refs: t.refs, budget: newExprBudget(ctx, sc.limits())}
 	if t.all {
 		ev.refs = ancestors
 	}
@@ -79,15 +87,60 @@ func (ev *evaluator) environment() map[string]any {
 }
 
 func (ev *evaluator) run(e *expression) (any, error) {
-	out, err := expr.Run(e.prog, ev.environment())
+	env := ev.environment()
+	if e.budgeted && !ev.bound {
+		// Only programs that loop, concatenate or allocate need the
+		// budget functions: a plain reference costs nothing more.
+		maps.Copy(env, ev.budget.functions())
+		ev.bound = true
+	}
+	out, err := expr.Run(e.prog, env)
 	if err != nil {
-		return nil, &NodeError{
-			Code:    protocol.CodeExpressionError,
-			Message: fmt.Sprintf("expression %q: %s", e.src, firstLine(err.Error())),
-			Err:     err,
-		}
+		return nil, exprError(e, err)
 	}
 	return out, nil
+}
+
+// exprError turns a failed evaluation into the node's error: a budget is
+// LIMIT_EXCEEDED, an ended context is left to classify (TIMEOUT, deadline,
+// cancellation), anything else is EXPRESSION_ERROR. The message of an
+// expression that reads secrets names the failure without its operands.
+func exprError(e *expression, err error) error {
+	var le *ExprLimitError
+	if errors.As(err, &le) {
+		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: %s", e.src, le.Error()), Err: err}
+	}
+	var stopped *exprStopped
+	if errors.As(err, &stopped) {
+		return stopped
+	}
+	msg := firstLine(err.Error())
+	if strings.Contains(msg, "memory budget exceeded") {
+		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: evaluation built collections of more elements than expressions may hold", e.src), Err: err}
+	}
+	if e.readsSecrets() {
+		msg = valueFreeReason(msg)
+	}
+	return &NodeError{Code: protocol.CodeExpressionError, Message: fmt.Sprintf("expression %q: %s", e.src, msg), Err: err}
+}
+
+// valueFreeReason says why an evaluation failed in words that carry none of
+// its operands: runtime messages quote values (a number that did not parse,
+// a JSON character, an index), and the values may be secrets.
+func valueFreeReason(msg string) string {
+	switch {
+	case strings.Contains(msg, "invalid syntax"), strings.Contains(msg, "parsing"):
+		return "a value could not be converted to a number (value withheld: the expression reads secrets)"
+	case strings.Contains(msg, "invalid operation"), strings.Contains(msg, "mismatched types"):
+		return "an operator was applied to values of the wrong types (values withheld: the expression reads secrets)"
+	case strings.Contains(msg, "out of range"):
+		return "an index was out of range (values withheld: the expression reads secrets)"
+	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "JSON"):
+		return "a value is not valid JSON (value withheld: the expression reads secrets)"
+	case strings.Contains(msg, "cannot fetch"), strings.Contains(msg, "nil"):
+		return "a field or index was read from a missing value (values withheld: the expression reads secrets)"
+	}
+	return "evaluation failed (details withheld: the expression reads secrets)"
 }
 
 // eval evaluates a template against the scope.
@@ -96,6 +149,16 @@ func (t Template) eval(ev *evaluator) (any, error) {
 		return nil, nil
 	}
 	return t.root.eval(ev)
+}
+
+// limits returns the limits of the execution the scope belongs to.
+func (s *scope) limits() Limits {
+	for c := s; c != nil; c = c.parent {
+		if c.gr != nil {
+			return c.gr.r.x.e.Limits
+		}
+	}
+	return Limits{}
 }
 
 // stateView builds the immutable expression view of an ended node.

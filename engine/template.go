@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // Template is a JSON value whose strings may hold `${{ expr }}`. It is
@@ -166,14 +169,59 @@ func (t *Template) note(e *expression) {
 	t.allSecrets = t.allSecrets || e.allSecrets
 }
 
-// compileWhen compiles a node's `when`, a bare boolean expression.
+// compileWhen compiles a node's `when`, a bare boolean expression. A whole
+// `${{ … }}` around it is accepted as the bare expression.
 func compileWhen(path, src string, sc *exprScope, errs *detailList) *expression {
-	e, err := compileExpr(src, sc, whenOptions...)
+	src = unwrapWhen(src)
+	e, err := compileExpr(src, sc)
 	if err != nil {
 		errs.add(path, "%v", err)
 		return nil
 	}
+	if e.typ != nil && e.typ.Kind() != reflect.Bool && e.typ.Kind() != reflect.Interface {
+		errs.add(path, "when %q gives %s, not a boolean (compare it, e.g. with == or !=)", src, typeWords(e.typ))
+		return nil
+	}
 	return e
+}
+
+// whenNotBoolean is the failure of a `when` that gave v, not a boolean.
+// A null is most often a misspelt name, which reads as null.
+func whenNotBoolean(src string, v any) *NodeError {
+	hint := " (compare it, e.g. with == or !=)"
+	if v == nil {
+		hint = ": is every name in it spelled right?"
+	}
+	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, jsonKind(v), hint)
+}
+
+// unwrapWhen returns the bare expression of a `when` written as one whole
+// `${{ … }}`.
+func unwrapWhen(src string) string {
+	t := strings.TrimSpace(src)
+	if strings.HasPrefix(t, "${{") && strings.HasSuffix(t, "}}") && strings.Count(t, "${{") == 1 {
+		return strings.TrimSpace(t[3 : len(t)-2])
+	}
+	return src
+}
+
+// typeWords names a compile-time type as a workflow author knows it.
+func typeWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Bool:
+		return "a boolean"
+	}
+	return "a " + t.String()
 }
 
 func (l literal) eval(*evaluator) (any, error) { return l.v, nil }
@@ -187,6 +235,11 @@ func (m mixed) eval(ev *evaluator) (any, error) {
 		v, err := ev.run(e)
 		if err != nil {
 			return nil, err
+		}
+		// The text grows by the value's size (its JSON, for non-strings):
+		// charged before it is written.
+		if err := ev.budget.charge(1, int64(len(m.lits[i]))+sizeOf(v)); err != nil {
+			return nil, exprError(e, err)
 		}
 		if err := writeInterpolated(&b, v); err != nil {
 			return nil, err

@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
+)
+
+// expr's VM has no context and counts only array elements against its
+// memory budget, after the fact: a closure over a large input cannot be
+// stopped and string `+` or repeat() can allocate gigabytes. Every program
+// is therefore patched at compile time (see docs/workflows.md, "Expression
+// limits"): each predicate body, each `+` whose operands are not both
+// numbers and each builtin that allocates becomes a call to one of the
+// functions below, which charge a per-evaluation exprBudget before the work
+// is done and check the evaluation's context as they go. The functions are
+// put in the evaluation's environment under names starting with `$`, which
+// a workflow cannot use: names are checked on the unpatched tree, where
+// they are unknown.
+
+// exprBudget bounds one evaluation (one template, `when` or output). It is
+// used by one goroutine.
+type exprBudget struct {
+	ctx      context.Context
+	steps    int64
+	maxSteps int64
+	mem      int64
+	maxMem   int64
+}
+
+func newExprBudget(ctx context.Context, l Limits) *exprBudget {
+	return &exprBudget{ctx: ctx, maxSteps: l.MaxExprSteps, maxMem: l.MaxExprMemory}
+}
+
+// ExprLimitError is an evaluation that went over one of its budgets.
+type ExprLimitError struct {
+	What  string // "steps" or "bytes"
+	Limit int64
+}
+
+func (e *ExprLimitError) Error() string {
+	if e.What == "steps" {
+		return fmt.Sprintf("evaluation ran more than maxExprSteps (%d) steps", e.Limit)
+	}
+	return fmt.Sprintf("evaluation would allocate more than maxExprMemory (%d bytes)", e.Limit)
+}
+
+// exprStopped is an evaluation stopped because its context ended: the
+// node's timeout, the execution deadline or a disconnect.
+type exprStopped struct{ cause error }
+
+func (e *exprStopped) Error() string { return "evaluation stopped: " + e.cause.Error() }
+func (e *exprStopped) Unwrap() error { return e.cause }
+
+// ctxCheckEvery is how many steps pass between two looks at the context:
+// a step costs tens of nanoseconds, so the context is seen every ~0.1 ms.
+const ctxCheckEvery = 1024
+
+// charge counts steps and bytes about to be spent, and fails when a budget
+// is exhausted or the context has ended.
+func (b *exprBudget) charge(steps, bytes int64) error {
+	before := b.steps
+	b.steps += steps
+	if b.maxSteps > 0 && b.steps > b.maxSteps {
+		return &ExprLimitError{What: "steps", Limit: b.maxSteps}
+	}
+	if bytes > 0 {
+		b.mem += bytes
+		if b.maxMem > 0 && b.mem > b.maxMem {
+			return &ExprLimitError{What: "bytes", Limit: b.maxMem}
+		}
+	}
+	if b.ctx != nil && (before/ctxCheckEvery != b.steps/ctxCheckEvery || steps > 1) {
+		if err := b.ctx.Err(); err != nil {
+			return &exprStopped{cause: context.Cause(b.ctx)}
+		}
+	}
+	return nil
+}
+
+// functions returns the environment entries the patched programs call,
+// bound to b. They have the signatures expr calls without reflection or an
+// argument slice (one call per predicate iteration must stay cheap), so a
+// spent budget cannot be returned as an error: it is raised as a panic, which
+// the VM recovers into the evaluation's error.
+func (b *exprBudget) functions() map[string]any {
+	return map[string]any{
+		"$step": func(v any) any {
+			if err := b.charge(1, 0); err != nil {
+				panic(err)
+			}
+			return v
+		},
+		"$stepAlloc": func(v any) any {
+			if err := b.charge(1, 16); err != nil {
+				panic(err)
+			}
+			return v
+		},
+		"$add": func(l, r any) any {
+			out, err := b.add(l, r)
+			if err != nil {
+				panic(err)
+			}
+			return out
+		},
+		"$call": func(params ...any) any {
+			out, err := b.call(params...)
+			if err != nil {
+				panic(err)
+			}
+			return out
+		},
+	}
+}
+
+// add is `+` for operands that may be strings.
+func (b *exprBudget) add(l, r any) (any, error) {
+	if ls, ok := l.(string); ok {
+		if rs, ok := r.(string); ok {
+			n := int64(len(ls) + len(rs))
+			if err := b.charge(1+n/64, n); err != nil {
+				return nil, err
+			}
+			return ls + rs, nil
+		}
+	}
+	if err := b.charge(1, 0); err != nil {
+		return nil, err
+	}
+	return runtime.Add(l, r), nil
+}
+
+// allocating lists the builtins whose result grows with their arguments.
+var allocating = map[string]bool{
+	"repeat": true, "join": true, "split": true, "splitAfter": true, "replace": true,
+	"upper": true, "lower": true, "trim": true, "trimPrefix": true, "trimSuffix": true,
+	"string": true, "toJSON": true, "fromJSON": true, "toBase64": true, "fromBase64": true,
+	"concat": true, "flatten": true, "reverse": true, "sort": true, "uniq": true,
+	"keys": true, "values": true, "toPairs": true, "fromPairs": true, "take": true,
+}
+
+// call calls an allocating builtin after charging what it will cost.
+func (b *exprBudget) call(params ...any) (any, error) {
+	name, _ := params[0].(string)
+	args := params[1:]
+	steps, bytes := builtinCost(name, args)
+	if err := b.charge(steps, bytes); err != nil {
+		return nil, err
+	}
+	i, ok := builtin.Index[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown function %s", name)
+	}
+	f := builtin.Builtins[i]
+	switch {
+	case f.Fast != nil && len(args) == 1:
+		return f.Fast(args[0]), nil
+	case f.Func != nil:
+		return f.Func(args...)
+	case f.Safe != nil:
+		out, _, err := f.Safe(args...)
+		return out, err
+	}
+	return nil, fmt.Errorf("%s cannot be called here", name)
+}
+
+// builtinCost estimates, before the call, the steps and bytes of a builtin:
+// the elements it walks and the size of what it returns.
+func builtinCost(name string, args []any) (steps, bytes int64) {
+	str := func(i int) string {
+		if i < len(args) {
+			s, _ := args[i].(string)
+			return s
+		}
+		return ""
+	}
+	num := func(i int) int64 {
+		if i < len(args) {
+			if n, ok := asInt(args[i]); ok {
+				return int64(n)
+			}
+		}
+		return 0
+	}
+	length := func(i int) int64 {
+		if i >= len(args) || args[i] == nil {
+			return 0
+		}
+		v := reflect.ValueOf(args[i])
+		switch v.Kind() {
+		case reflect.Array, reflect.Slice, reflect.Map, reflect.String:
+			return int64(v.Len())
+		}
+		return 0
+	}
+	switch name {
+	case "repeat":
+		n := max(num(1), 0)
+		l := int64(len(str(0)))
+		if l > 0 && n > (1<<62)/l {
+			return 1, 1 << 62
+		}
+		return 1 + l*n/64, l * n
+	case "join":
+		var total int64
+		if a, ok := args[0].([]any); ok {
+			for _, e := range a {
+				if s, ok := e.(string); ok {
+					total += int64(len(s))
+				}
+			}
+			total += int64(len(str(1)) * len(a))
+		}
+		return 1 + length(0), total
+	case "split", "splitAfter":
+		s, sep := str(0), str(1)
+		pieces := int64(len(s)) + 1
+		if sep != "" {
+			pieces = int64(strings.Count(s, sep)) + 1
+		}
+		return 1 + pieces, int64(len(s)) + 32*pieces
+	case "replace":
+		s, old, nw := str(0), str(1), str(2)
+		n := int64(len(s)) + 1
+		if old != "" {
+			n = int64(strings.Count(s, old))
+		}
+		return 1 + int64(len(s))/64, int64(len(s)) + n*int64(len(nw))
+	case "upper", "lower", "trim", "trimPrefix", "trimSuffix", "toBase64", "fromBase64":
+		return 1 + int64(len(str(0)))/64, 2 * int64(len(str(0)))
+	case "fromJSON":
+		return 1 + int64(len(str(0)))/64, 4 * int64(len(str(0)))
+	case "string", "toJSON":
+		n := sizeOf(args[0])
+		return 1 + n/64, 2 * n
+	}
+	// Collections: concat, flatten, reverse, sort, uniq, keys, values,
+	// toPairs, fromPairs, take.
+	var n int64
+	for i := range args {
+		n += length(i)
+		if a, ok := args[i].([]any); ok && (name == "concat" || name == "flatten") {
+			for _, e := range a {
+				if inner, ok := e.([]any); ok {
+					n += int64(len(inner))
+				}
+			}
+		}
+	}
+	return 1 + n, 32 * n
+}
+
+// budgetEnv declares the environment to the compiler: always a
+// map[string]any, so names load with a map lookup rather than reflection,
+// and the budget functions with their types, so that calls to them need
+// neither. Other names stay unchecked here; compileExpr checks them against
+// the scope.
+var budgetEnv = []expr.Option{
+	expr.Env(map[string]any{
+		"$step":      (func(any) any)(nil),
+		"$stepAlloc": (func(any) any)(nil),
+		"$add":       (func(any, any) any)(nil),
+		"$call":      (func(...any) any)(nil),
+	}),
+	expr.AllowUndefinedVariables(),
+}
+
+// budgetPatcher rewrites a checked tree as described at the top of the
+// file. ast.Walk visits children first, so a node's operands are already
+// patched when it is.
+type budgetPatcher struct{ patched bool }
+
+func budgetCall(fn string, args ...ast.Node) ast.Node {
+	return &ast.CallNode{Callee: &ast.IdentifierNode{Value: fn}, Arguments: args}
+}
+
+var keepsPerElement = map[string]bool{"map": true, "filter": true, "groupBy": true, "sortBy": true}
+
+func (p *budgetPatcher) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.BinaryNode:
+		if n.Operator == "+" && !(isNumberType(n.Left.Type()) && isNumberType(n.Right.Type())) {
+			ast.Patch(node, budgetCall("$add", n.Left, n.Right))
+			p.patched = true
+		}
+	case *ast.BuiltinNode:
+		fn := "$step"
+		if keepsPerElement[n.Name] {
+			fn = "$stepAlloc"
+		}
+		for _, a := range n.Arguments {
+			if pred, ok := a.(*ast.PredicateNode); ok {
+				call := budgetCall(fn, pred.Node)
+				call.SetLocation(pred.Node.Location())
+				pred.Node = call
+				p.patched = true
+			}
+		}
+		if allocating[n.Name] {
+			args := append([]ast.Node{&ast.StringNode{Value: n.Name}}, n.Arguments...)
+			ast.Patch(node, budgetCall("$call", args...))
+			p.patched = true
+		}
+	}
+}
+
+func isNumberType(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// compiled is a program and what its unpatched source refers to.
+type compiled struct {
+	prog *vm.Program
+	refs *refCollector
+	typ  reflect.Type // the checker's result type; nil or interface when unknown
+	// budgeted is set when the program calls the budget functions.
+	budgeted bool
+}
+
+// compileBudgeted is expr.Compile with the budget patch applied between the
+// type check (whose errors are reported as without it) and compilation.
+func compileBudgeted(src string, opts ...expr.Option) (*compiled, error) {
+	config := conf.CreateNew()
+	for _, op := range budgetEnv {
+		op(config)
+	}
+	for _, op := range opts {
+		op(config)
+	}
+	config.Check()
+	tree, err := checker.ParseCheck(src, config)
+	if err != nil {
+		return nil, err
+	}
+	c := &refCollector{}
+	ast.Walk(&tree.Node, c)
+	typ := tree.Node.Type()
+	p := &budgetPatcher{}
+	ast.Walk(&tree.Node, p)
+	if _, err := checker.Check(tree, config); err != nil {
+		return nil, err
+	}
+	if config.Optimize {
+		if err := optimizer.Optimize(&tree.Node, config); err != nil {
+			return nil, err
+		}
+	}
+	prog, err := compiler.Compile(tree, config)
+	if err != nil {
+		return nil, err
+	}
+	return &compiled{prog: prog, refs: c, typ: typ, budgeted: p.patched}, nil
+}
+
+// DefaultMaxExprSteps is the step budget of one evaluation when none is
+// configured: about a second of predicate iterations (see
+// docs/workflows.md, "Expression limits").
+const DefaultMaxExprSteps = 10_000_000
