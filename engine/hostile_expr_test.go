@@ -37,7 +37,16 @@ func exprHeapBytes() uint64 {
 // time it took, failing when the run outlives within.
 func exprRun(t *testing.T, ctx context.Context, l Limits, body string, within time.Duration) (*recSink, time.Duration) {
 	t.Helper()
+	return exprRunCancel(t, ctx, l, body, within, nil)
+}
+
+// exprRunCancel is exprRun calling before, when not nil, as the run starts.
+func exprRunCancel(t *testing.T, ctx context.Context, l Limits, body string, within time.Duration, before func()) (*recSink, time.Duration) {
+	t.Helper()
 	x := prepareReq(t, New(l), body)
+	if before != nil {
+		before()
+	}
 	s := &recSink{}
 	start := time.Now()
 	done := make(chan struct{})
@@ -160,8 +169,8 @@ func TestHostileExpressionDisconnect(t *testing.T) {
 	l.MaxExprSteps = 0
 	wf := `{"nodes":[{"id":"boom","type":"set","with":{"value":"${{ sum(input.a, {sum(input.a, {# + 1})}) }}"}}]}`
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	s, took := exprRun(t, ctx, l, reqBody(wf, exprHostileInput(100_000)), 400*time.Millisecond)
+	defer cancel()
+	s, took := exprRunCancel(t, ctx, l, reqBody(wf, exprHostileInput(100_000)), 400*time.Millisecond, func() { time.AfterFunc(300*time.Millisecond, cancel) })
 	term := s.failure(t)
 	if f := s.nodeFailed("boom"); f == nil || f.Error.Code != protocol.CodeCancelled {
 		t.Errorf("node.failed = %+v, want %s (terminal %+v, after %v)", f, protocol.CodeCancelled, term.Error, took)
