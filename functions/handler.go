@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ import (
 
 // DefaultMaxRequestBytes is Lambda's own request payload limit.
 const DefaultMaxRequestBytes = 6 << 20
+
+// DefaultBodyReadTimeout is long enough for a 6 MB body on a slow link and
+// short enough that trickling clients cannot pile up.
+const DefaultBodyReadTimeout = 10 * time.Second
 
 // TokenSource checks bearer tokens. Verify returns nil for an accepted
 // token, an error wrapping tokens.ErrUnknown for any other, and an error
@@ -41,6 +46,11 @@ type Handler struct {
 	Capabilities protocol.Capabilities
 	// MaxRequestBytes bounds request bodies (DefaultMaxRequestBytes if 0).
 	MaxRequestBytes int64
+	// BodyReadTimeout bounds reading a request body off a connection
+	// (DefaultBodyReadTimeout if 0), so a client trickling its body cannot
+	// hold a connection and a goroutine. Lambda events arrive whole and are
+	// not affected.
+	BodyReadTimeout time.Duration
 	// Logger receives one line per request and per execution: ids, status
 	// and figures, never bodies, tokens or secrets.
 	Logger *slog.Logger
@@ -74,6 +84,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if err := h.authenticate(r); err != nil {
+		refuseBody(w, r)
 		if errors.Is(err, tokens.ErrUnavailable) {
 			log.Error("token source unavailable", "err", err)
 			w.Header().Set("Retry-After", "5")
@@ -87,6 +98,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch routePath(r.URL.Path) {
 	case protocol.PathCapabilities:
+		refuseBody(w, r)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			methodNotAllowed(w, "GET, HEAD")
 			return
@@ -95,11 +107,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(h.Capabilities)
 	case protocol.PathExecutions:
 		if r.Method != http.MethodPost {
+			refuseBody(w, r)
 			methodNotAllowed(w, "POST")
 			return
 		}
 		h.execute(w, r, log, arrived)
 	default:
+		refuseBody(w, r)
 		writeError(w, http.StatusNotFound, protocol.CodeNotFound, fmt.Sprintf("no route %s; this runner serves %s and %s", r.URL.Path, protocol.PathCapabilities, protocol.PathExecutions))
 	}
 }
@@ -135,15 +149,39 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if limit <= 0 {
 		limit = DefaultMaxRequestBytes
 	}
+	timeout := h.BodyReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultBodyReadTimeout
+	}
+	rc := http.NewResponseController(w)
+	// Not supported behind the Lambda adapters, whose bodies are in memory.
+	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
+		if deadline {
+			// Past, so that net/http does not drain what is left of the
+			// body (up to 256 KiB) before closing.
+			_ = rc.SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
+		}
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooLarge):
 			writeError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidExecution, fmt.Sprintf("request body exceeds %d bytes", limit))
+			return
+		case errors.As(err, &ne) && ne.Timeout():
+			log.Info("request body too slow", "timeoutMs", timeout.Milliseconds())
+			writeError(w, http.StatusRequestTimeout, protocol.CodeInvalidExecution, fmt.Sprintf("request body not received within %v", timeout))
 			return
 		}
 		writeError(w, http.StatusBadRequest, protocol.CodeInvalidExecution, "cannot read request body")
 		return
+	}
+	if deadline {
+		// Cleared, or the server's background read (which watches for the
+		// client going away) would take the deadline for a disconnect.
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	x, err := h.Engine.PrepareBody(body)
 	if err != nil {
@@ -163,7 +201,6 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	ew := protocol.NewWriter(w, id, func() error {
 		err := rc.Flush()
 		if errors.Is(err, http.ErrNotSupported) {
@@ -250,13 +287,32 @@ func newExecutionID() string {
 
 // requestID is the Lambda request id when there is one, else a fresh id.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Amzn-Request-Id"); id != "" {
+	if id := r.Header.Get("X-Amzn-Request-Id"); id != "" && len(id) <= maxRequestIDLen {
 		return id
 	}
-	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 128 {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= maxRequestIDLen {
 		return id
 	}
 	return fmt.Sprintf("local-%d", time.Now().UnixNano())
+}
+
+// maxRequestIDLen bounds a request id taken from a header: it goes into
+// every log line of the request.
+const maxRequestIDLen = 128
+
+// refuseBody prepares a refusal of a request whose body will not be read:
+// the connection is closed after the reply instead of first draining the
+// body (net/http would read up to 256 KiB of a chunked one before
+// answering, and a trickling client would hold the connection meanwhile).
+// Behind the Lambda adapters there is no connection and nothing to do.
+func refuseBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	// A past deadline also stops any drain at once.
+	if http.NewResponseController(w).SetReadDeadline(time.Now()) == nil {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

@@ -51,6 +51,7 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		Engine:          eng,
 		Capabilities:    capabilities(cfg, eng),
 		MaxRequestBytes: cfg.MaxRequestBytes,
+		BodyReadTimeout: cfg.BodyReadTimeout,
 		Logger:          logger,
 	}
 	if cfg.Lambda {

@@ -39,6 +39,7 @@ type Config struct {
 	Timeout         time.Duration // RUNNER_TIMEOUT_SECONDS: the function's configured timeout
 	Reserve         time.Duration // RUNNER_RESERVE_MS: kept back to write the terminal event
 	MaxRequestBytes int64         // RUNNER_MAX_REQUEST_BYTES
+	BodyReadTimeout time.Duration // RUNNER_BODY_READ_TIMEOUT_MS: reading a request body off a connection
 
 	MaxNodes       int   // RUNNER_MAX_NODES
 	MaxConcurrency int   // RUNNER_MAX_CONCURRENCY
@@ -89,6 +90,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Timeout:         time.Duration(r.int("RUNNER_TIMEOUT_SECONDS", 900, 1, 86400)) * time.Second,
 		Reserve:         time.Duration(r.int("RUNNER_RESERVE_MS", 500, 50, 60_000)) * time.Millisecond,
 		MaxRequestBytes: r.int64("RUNNER_MAX_REQUEST_BYTES", 6<<20, 1024),
+		BodyReadTimeout: time.Duration(r.int("RUNNER_BODY_READ_TIMEOUT_MS", 10_000, 100, 300_000)) * time.Millisecond,
 		MaxNodes:        r.int("RUNNER_MAX_NODES", 10_000, 1, 1_000_000),
 		MaxConcurrency:  r.int("RUNNER_MAX_CONCURRENCY", 16, 1, 1024),
 		MaxMapItems:     r.int("RUNNER_MAX_MAP_ITEMS", 10_000, 1, 1_000_000),

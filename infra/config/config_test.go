@@ -32,6 +32,7 @@ func TestLoadDefaults(t *testing.T) {
 		Timeout:              900 * time.Second,
 		Reserve:              500 * time.Millisecond,
 		MaxRequestBytes:      6 << 20,
+		BodyReadTimeout:      10 * time.Second,
 		MaxNodes:             10_000,
 		MaxConcurrency:       16,
 		MaxMapItems:          10_000,
