@@ -1,0 +1,137 @@
+package functions_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// End-to-end figures (make bench; issue 14): a real client posts each
+// request over a loopback TCP connection to the handler behind a real
+// net/http server, and reads the NDJSON stream to its result line. Every
+// iteration's document is new text (its expressions carry the iteration
+// number in a comment), so that the runner's compile caches miss, as for a
+// workflow it has never seen. ns/node and allocs/node divide the whole
+// round trip by the node count; allocs include the client's, a few per
+// request.
+
+// e2eChain is a request of n set nodes, each adding one to the output of
+// the node before it; salt makes its text unique.
+func e2eChain(n, salt int, trace bool) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"version":1,"workflow":{"nodes":[{"id":"n0","type":"set","with":{"value":0}}`)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, `,{"id":"n%d","type":"set","needs":["n%d"],"with":{"value":"${{ nodes.n%d.output + 1 /* %d */ }}"}}`, i, i-1, i-1, salt)
+	}
+	fmt.Fprintf(&b, `],"output":"${{ nodes.n%d.output /* %d */ }}"}%s}`, n-1, salt, traceField(trace))
+	return b.Bytes()
+}
+
+// e2eFanout is a request of one root and n-2 set nodes that all need it,
+// merged by a last node that needs them all.
+func e2eFanout(n, salt int, trace bool) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"version":1,"workflow":{"nodes":[{"id":"root","type":"set","with":{"value":{"k":"v"}}}`)
+	needs := make([]string, 0, n-2)
+	for i := 1; i < n-1; i++ {
+		fmt.Fprintf(&b, `,{"id":"n%d","type":"set","needs":["root"],"with":{"value":"${{ nodes.root.output.k /* %d */ }}"}}`, i, salt)
+		needs = append(needs, fmt.Sprintf(`"n%d"`, i))
+	}
+	fmt.Fprintf(&b, `,{"id":"merge","type":"set","needs":[%s],"with":{"value":"${{ len(nodes) /* %d */ }}"}}`, strings.Join(needs, ","), salt)
+	fmt.Fprintf(&b, `],"output":"${{ nodes.merge.output }}"}%s}`, traceField(trace))
+	return b.Bytes()
+}
+
+func traceField(trace bool) string {
+	if trace {
+		return `,"trace":true`
+	}
+	return ""
+}
+
+func BenchmarkE2E(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		nodes int
+		body  func(n, salt int, trace bool) []byte
+	}{
+		{"chain1000", 1000, e2eChain},
+		{"fanout1000", 1000, e2eFanout},
+		{"chain10000", 10000, e2eChain},
+	} {
+		for _, trace := range []bool{false, true} {
+			name := bc.name + "/trace=off"
+			if trace {
+				name = bc.name + "/trace=on"
+			}
+			b.Run(name, func(b *testing.B) { benchmarkE2E(b, bc.nodes, func(i int) []byte { return bc.body(bc.nodes, i, trace) }) })
+		}
+	}
+}
+
+// benchmarkE2E posts body(i) for each iteration through a loopback server
+// and reads the stream to its result, which must say completed.
+func benchmarkE2E(b *testing.B, nodes int, body func(i int) []byte) {
+	srv := httptest.NewUnstartedServer(newHandler(b, nil))
+	srv.Config.ReadHeaderTimeout = 10 * time.Second // as serveLocal
+	srv.Start()
+	defer srv.Close()
+	client := srv.Client()
+	defer client.CloseIdleConnections()
+	url := srv.URL + protocol.PathExecutions
+
+	// Build the documents outside the timer: they stand for what arrives.
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = body(i)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := range b.N {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(bodies[i]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+goodToken)
+		req.Header.Set("Content-Type", protocol.ContentTypeJSON)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		last, err := lastLine(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d, err %v, last line %.300s", resp.StatusCode, err, last)
+		}
+		if !bytes.Contains(last, []byte(`"result"`)) || !bytes.Contains(last, []byte(`"status":"completed"`)) {
+			b.Fatalf("stream did not complete: %.300s", last)
+		}
+		bodies[i] = nil
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nodes), "ns/node")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/float64(nodes), "allocs/node")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(nodes), "B/node")
+}
+
+// lastLine reads an NDJSON stream to its end and returns its last line.
+func lastLine(r io.Reader) ([]byte, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var last []byte
+	for sc.Scan() {
+		last = append(last[:0], sc.Bytes()...)
+	}
+	return last, sc.Err()
+}
