@@ -6,6 +6,15 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 STATICCHECK_VERSION := v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 LDFLAGS   := -s -w -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# PROVIDERS: the model providers compiled in (docs/deploy.md), e.g.
+# make build PROVIDERS=bedrock; each one left out is a no<name> build tag.
+ALL_PROVIDERS := anthropic bedrock openai
+PROVIDERS ?= $(ALL_PROVIDERS)
+$(if $(filter-out $(ALL_PROVIDERS),$(PROVIDERS)),$(error PROVIDERS: unknown $(filter-out $(ALL_PROVIDERS),$(PROVIDERS)) (want some of $(ALL_PROVIDERS))))
+comma     := ,
+empty     :=
+space     := $(empty) $(empty)
+TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS)))))
 
 .PHONY: run test test-short build bench bench-lambda lint tools clean build-RunnerFunction
 
@@ -16,6 +25,7 @@ run:
 ## test: the whole suite with the race detector, fuzz seed corpora included
 test: $(BIN)/bootstrap-local
 	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -tags noopenai,noanthropic -run 'Registry|ProviderList|ProvidersCompiledIn' ./engine/models/ ./functions/runner/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -24,15 +34,15 @@ test-short:
 build: $(BIN)/bootstrap
 
 $(BIN)/bootstrap: FORCE
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
 
 # The same binary for this machine, run under aws-lambda-rie by the tests.
 $(BIN)/bootstrap-local: FORCE
-	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
 
 # sam build calls this target (BuildMethod: makefile).
 build-RunnerFunction:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
 
 ## bench: in-process benchmarks (figures as medians of -count runs)
 bench:

@@ -73,7 +73,9 @@ func BenchmarkE2E(b *testing.B) {
 			if trace {
 				name = bc.name + "/trace=on"
 			}
-			b.Run(name, func(b *testing.B) { benchmarkE2E(b, bc.nodes, func(i int) []byte { return bc.body(bc.nodes, i, trace) }) })
+			b.Run(name, func(b *testing.B) {
+				benchmarkE2E(b, bc.nodes, func(i int) []byte { return bc.body(bc.nodes, i, trace) })
+			})
 		}
 	}
 }

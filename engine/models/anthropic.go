@@ -1,3 +1,5 @@
+//go:build !noanthropic
+
 package models
 
 import (
@@ -12,6 +14,12 @@ import (
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
+
+func init() {
+	register(ProviderAnthropic, func(_ context.Context, c *Clients, m protocol.Model) (Provider, error) {
+		return c.anthropic(m), nil
+	})
+}
 
 // anthropicRequestTimeout is the per-attempt timeout given to the SDK. Set
 // explicitly, it stops the SDK from refusing a large max_tokens without

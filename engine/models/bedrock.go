@@ -1,3 +1,5 @@
+//go:build !nobedrock
+
 package models
 
 import (
@@ -5,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
@@ -24,6 +28,16 @@ import (
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
+
+func init() {
+	register(ProviderBedrock, func(ctx context.Context, c *Clients, m protocol.Model) (Provider, error) {
+		cfg, err := c.awsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.bedrock(cfg, m), nil
+	})
+}
 
 // bedrockProvider speaks Bedrock's Converse API.
 type bedrockProvider struct {
@@ -331,3 +345,24 @@ type noRetryError struct{ err error }
 
 func (e *noRetryError) Error() string { return "retry would pass the deadline: " + e.err.Error() }
 func (e *noRetryError) Unwrap() error { return e.err }
+
+// awsConfig loads the AWS configuration on first use. A failure is not
+// kept, so a transient one (a credentials file being written, say) does not
+// disable Bedrock for the life of the process.
+func (c *Clients) awsConfig(ctx context.Context) (aws.Config, error) {
+	c.awsMu.Lock()
+	defer c.awsMu.Unlock()
+	if c.awsCfg != nil {
+		return *c.awsCfg, nil
+	}
+	load := c.LoadAWSConfig
+	if load == nil {
+		load = func(ctx context.Context) (aws.Config, error) { return config.LoadDefaultConfig(ctx) }
+	}
+	cfg, err := load(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("models: loading the AWS configuration for bedrock: %w", err)
+	}
+	c.awsCfg = &cfg
+	return cfg, nil
+}

@@ -3,11 +3,12 @@ package models
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -51,19 +52,14 @@ func (c *Clients) Provider(ctx context.Context, m protocol.Model) (Provider, err
 			return nil, &Error{Provider: m.Provider, Message: newScrubber(m).scrub(err.Error())}
 		}
 	}
-	switch m.Provider {
-	case ProviderOpenAI:
-		return c.openAI(m), nil
-	case ProviderAnthropic:
-		return c.anthropic(m), nil
-	case ProviderBedrock:
-		cfg, err := c.awsConfig(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return c.bedrock(cfg, m), nil
+	if b := builders[m.Provider]; b != nil {
+		return b(ctx, c, m)
 	}
-	return nil, fmt.Errorf("models: unknown provider %q (want openai, anthropic or bedrock)", m.Provider)
+	msg := checkProvider(m.Provider)
+	if m.Provider == "" {
+		msg = "provider " + msg
+	}
+	return nil, fmt.Errorf("models: %s", msg)
 }
 
 // retries is the number of retries after the first attempt.
@@ -85,23 +81,20 @@ func (c *Clients) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// awsConfig loads the AWS configuration on first use. A failure is not
-// kept, so a transient one (a credentials file being written, say) does not
-// disable Bedrock for the life of the process.
-func (c *Clients) awsConfig(ctx context.Context) (aws.Config, error) {
-	c.awsMu.Lock()
-	defer c.awsMu.Unlock()
-	if c.awsCfg != nil {
-		return *c.awsCfg, nil
+// bodyText reads the start of a reply's body, which the SDKs keep readable
+// on error replies.
+func bodyText(res *http.Response) string {
+	if res == nil || res.Body == nil {
+		return ""
 	}
-	load := c.LoadAWSConfig
-	if load == nil {
-		load = func(ctx context.Context) (aws.Config, error) { return config.LoadDefaultConfig(ctx) }
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 4*maxMessageLen))
+	return string(b)
+}
+
+// orStatusText returns msg, or the status's text when msg is blank.
+func orStatusText(msg string, status int) string {
+	if strings.TrimSpace(msg) == "" {
+		return http.StatusText(status)
 	}
-	cfg, err := load(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("models: loading the AWS configuration for bedrock: %w", err)
-	}
-	c.awsCfg = &cfg
-	return cfg, nil
+	return msg
 }

@@ -1,10 +1,11 @@
+//go:build !noopenai
+
 package models
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +16,12 @@ import (
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
+
+func init() {
+	register(ProviderOpenAI, func(_ context.Context, c *Clients, m protocol.Model) (Provider, error) {
+		return c.openAI(m), nil
+	})
+}
 
 // openAIDefaultHost is the host of the OpenAI API itself.
 const openAIDefaultHost = "api.openai.com"
@@ -198,22 +205,4 @@ func (p *openAIProvider) error(ctx context.Context, err error, httpRes *http.Res
 		return p.scrub.newError(ProviderOpenAI, 0, "malformed response: "+err.Error())
 	}
 	return p.scrub.newError(ProviderOpenAI, 0, "request failed: "+err.Error())
-}
-
-// bodyText reads the start of a reply's body, which the SDKs keep readable
-// on error replies.
-func bodyText(res *http.Response) string {
-	if res == nil || res.Body == nil {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 4*maxMessageLen))
-	return string(b)
-}
-
-// orStatusText returns msg, or the status's text when msg is blank.
-func orStatusText(msg string, status int) string {
-	if strings.TrimSpace(msg) == "" {
-		return http.StatusText(status)
-	}
-	return msg
 }

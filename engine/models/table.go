@@ -71,12 +71,8 @@ func NewTable(path string, models []protocol.Model) (*Table, error) {
 				firstAt[m.Role] = i
 			}
 		}
-		switch m.Provider {
-		case ProviderOpenAI, ProviderAnthropic, ProviderBedrock:
-		case "":
-			fail(at+".provider", "is required (openai, anthropic or bedrock)")
-		default:
-			fail(at+".provider", "unknown provider %q (want openai, anthropic or bedrock)", m.Provider)
+		if msg := checkProvider(m.Provider); msg != "" {
+			fail(at+".provider", "%s", msg)
 		}
 		if strings.TrimSpace(m.Model) == "" {
 			fail(at+".model", "is required")

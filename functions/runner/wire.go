@@ -75,13 +75,14 @@ func capabilities(cfg config.Config, eng *engine.Engine) protocol.Capabilities {
 		}
 		return false
 	}
-	// What model and agent nodes can really use: every provider the models
-	// package speaks, and the roles of the deployment's validated table.
+	// What model and agent nodes can really use: the providers compiled
+	// into this build (build tags, docs/deploy.md), and the roles of the
+	// deployment's validated table.
 	roles := []string{}
 	providers := []string{}
 	if has("model") || has("agent") {
 		roles = eng.ModelRoles()
-		providers = []string{models.ProviderAnthropic, models.ProviderBedrock, models.ProviderOpenAI}
+		providers = models.Providers()
 	}
 	transports := []string{}
 	if has("tool") || has("agent") {
