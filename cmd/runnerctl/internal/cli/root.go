@@ -132,6 +132,7 @@ variable, since flags show in process listings).`,
 		newCheckCmd(env, g),
 		newGraphCmd(env),
 		newTokenCmd(env),
+		newValidateCmd(env),
 	)
 	return root
 }
