@@ -1,4 +1,6 @@
-// Package egress is the guarded HTTP client behind the workflow http node.
+// Package egress guards every outbound connection of an execution: the
+// HTTP client behind the workflow http node, and (Endpoints) the client of
+// MCP toolsets and model providers.
 //
 // Workflows come from servers the runner does not control, so every request
 // is treated as hostile until checked, in this order, on every hop (the first
@@ -10,11 +12,16 @@
 //  3. host-bound secrets: a request that carries a secret bound to other
 //     hosts is refused, so a redirect can never walk a secret off-site;
 //  4. the engine's permission gate (Request.Authorize);
-//  5. the address actually dialled, after DNS: loopback, private, link-local,
-//     CGNAT and other non-public addresses are refused unless the policy sets
+//  5. the address actually dialled, after DNS: loopback, private, CGNAT
+//     and other non-public addresses are refused unless the policy sets
 //     allowPrivateNetwork or the operator admits them (Options.AllowPrefixes);
-//     cloud metadata addresses and Options.Blocked (the Lambda runtime API)
-//     are refused whatever anyone says.
+//     link-local and cloud metadata addresses and Options.Blocked (the
+//     Lambda runtime API) are refused whatever anyone says.
+//
+// Endpoints applies the same dial-time guard to the endpoints the operator
+// configures (MCP toolsets, model providers), which may reach private and
+// loopback addresses but nothing on the "never" list. docs/security.md has
+// the whole rule table.
 //
 // The address check sits in net.Dialer.Control, which runs after the socket
 // is created and before it connects, for every address tried. Checking the
