@@ -19,6 +19,7 @@ type graph struct {
 	hasOutput   bool
 	sinks       []int
 	inputSchema *jsonschema.Schema
+	reach       []bitset // see reachable
 }
 
 // node is a compiled node.
@@ -36,8 +37,11 @@ type node struct {
 	timeout   time.Duration
 	continue_ bool
 	static    []staticAction
-	dynamic   bool     // a template indexes nodes dynamically
-	ancestors []string // set when dynamic
+	dynamic   bool // a template indexes nodes dynamically
+	// ancestors lists the ids a dynamic template may see (set when
+	// dynamic); computed per evaluation rather than kept per node, which
+	// would cost a chain's length squared.
+	ancestors func() []string
 }
 
 // statelessOnly names node types of the full language that need server
@@ -98,6 +102,7 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 			g.nodes[k].dependent = append(g.nodes[k].dependent, i)
 		}
 	}
+	g.reachable()
 	for i, n := range g.nodes {
 		if len(n.dependent) == 0 {
 			g.sinks = append(g.sinks, i)
@@ -135,7 +140,7 @@ func (p *prep) compileNode(g *graph, i int, nd nodeDoc, outer *exprScope, item b
 		n.composite = ck.composite()
 	}
 	if n.dynamic || n.when != nil && n.when.all {
-		n.ancestors = sc.ancestors()
+		n.ancestors = sc.ancestors
 	}
 }
 
@@ -150,33 +155,75 @@ func (g *graph) upstream(i int, id string) bool {
 	if !ok {
 		return false
 	}
-	for _, k := range g.nodes[i].needs {
-		if k == target {
-			return true
-		}
+	return g.reachable()[i].has(target)
+}
+
+// reachable returns, for every node, the set of its transitive needs. It is
+// computed once per graph, in one pass in need order (O(n²/64) words), so
+// that every reference check and every dynamic `nodes` is a lookup: a
+// search per question made a chain that reads nodes dynamically O(n³).
+// Prepare computes it before the graph runs; it is read-only afterwards.
+func (g *graph) reachable() []bitset {
+	if g.reach != nil {
+		return g.reach
 	}
-	seen := make([]bool, len(g.nodes))
-	stack := slices.Clone(g.nodes[i].needs)
-	for len(stack) > 0 {
-		k := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if k == target {
-			return true
-		}
-		if seen[k] {
+	n := len(g.nodes)
+	words := (n + 63) / 64
+	backing := make([]uint64, n*words)
+	reach := make([]bitset, n)
+	done := make([]bool, n)
+	var stack []int
+	for start := range g.nodes {
+		if done[start] {
 			continue
 		}
-		seen[k] = true
-		stack = append(stack, g.nodes[k].needs...)
+		stack = append(stack[:0], start)
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			if done[i] {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			pending := false
+			for _, k := range g.nodes[i].needs {
+				if !done[k] {
+					stack = append(stack, k)
+					pending = true
+				}
+			}
+			if pending {
+				continue
+			}
+			r := bitset(backing[i*words : (i+1)*words])
+			for _, k := range g.nodes[i].needs {
+				r.set(k)
+				r.or(reach[k])
+			}
+			reach[i], done[i] = r, true
+			stack = stack[:len(stack)-1]
+		}
 	}
-	return false
+	g.reach = reach
+	return reach
+}
+
+// bitset is a set of node indexes.
+type bitset []uint64
+
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bitset) or(o bitset) {
+	for w := range b {
+		b[w] |= o[w]
+	}
 }
 
 // ancestorIDs lists every id node i may reference, outer ones included.
 func (g *graph) ancestorIDs(i int, outer *exprScope) []string {
 	var ids []string
-	for _, n := range g.nodes {
-		if g.upstream(i, n.id) {
+	r := g.reachable()[i]
+	for k, n := range g.nodes {
+		if r.has(k) {
 			ids = append(ids, n.id)
 		}
 	}

@@ -175,11 +175,17 @@ func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (a
 	if !s.hasOutput {
 		return gr.output(ctx)
 	}
-	all := make([]string, 0, len(s.sub.nodes))
-	for _, n := range s.sub.nodes {
-		all = append(all, n.id)
+	visible := func() []string {
+		all := make([]string, 0, len(s.sub.nodes))
+		for _, n := range s.sub.nodes {
+			all = append(all, n.id)
+		}
+		if call.n.ancestors != nil {
+			all = append(all, call.n.ancestors()...)
+		}
+		return all
 	}
-	return s.output.eval(newEvaluator(ctx, sc, s.output, append(all, call.n.ancestors...)))
+	return s.output.eval(newEvaluator(ctx, sc, s.output, visible))
 }
 
 // workflowKind runs a child workflow from runtime.workflows.

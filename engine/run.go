@@ -583,9 +583,12 @@ func (r *run) account(out any) *NodeError {
 func (gr *graphRun) output(ctx context.Context) (any, error) {
 	g := gr.g
 	if g.hasOutput {
-		all := make([]string, len(g.nodes))
-		for i, n := range g.nodes {
-			all[i] = n.id
+		all := func() []string {
+			ids := make([]string, len(g.nodes))
+			for i, n := range g.nodes {
+				ids[i] = n.id
+			}
+			return ids
 		}
 		return g.output.eval(newEvaluator(ctx, gr.sc, g.output, all))
 	}

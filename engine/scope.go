@@ -54,10 +54,10 @@ type evaluator struct {
 	env     map[string]any
 }
 
-func newEvaluator(ctx context.Context, sc *scope, t Template, ancestors []string) *evaluator {
+func newEvaluator(ctx context.Context, sc *scope, t Template, ancestors func() []string) *evaluator {
 	ev := &evaluator{sc: sc, refs: t.refs, budget: newExprBudget(ctx, sc.limits())}
-	if t.all {
-		ev.refs = ancestors
+	if t.all && ancestors != nil {
+		ev.refs = ancestors()
 	}
 	return ev
 }

@@ -54,11 +54,11 @@ type array struct{ elems []tnode }
 // in the request, for error details.
 func compileTemplate(path string, v any, sc *exprScope, errs *detailList) Template {
 	t := Template{}
-	t.root = compileNode(path, v, sc, errs, &t)
+	t.root = compileNode(&valuePath{root: path}, v, sc, errs, &t)
 	return t
 }
 
-func compileNode(path string, v any, sc *exprScope, errs *detailList, t *Template) tnode {
+func compileNode(path *valuePath, v any, sc *exprScope, errs *detailList, t *Template) tnode {
 	switch v := v.(type) {
 	case string:
 		if !strings.Contains(v, "${{") {
@@ -74,7 +74,7 @@ func compileNode(path string, v any, sc *exprScope, errs *detailList, t *Templat
 		o := object{keys: keys, vals: make([]tnode, len(keys))}
 		static := true
 		for i, k := range keys {
-			o.vals[i] = compileNode(path+"."+k, v[k], sc, errs, t)
+			o.vals[i] = compileNode(&valuePath{parent: path, key: k}, v[k], sc, errs, t)
 			if _, ok := o.vals[i].(literal); !ok {
 				static = false
 			}
@@ -93,7 +93,7 @@ func compileNode(path string, v any, sc *exprScope, errs *detailList, t *Templat
 		a := array{elems: make([]tnode, len(v))}
 		static := true
 		for i, e := range v {
-			a.elems[i] = compileNode(path+"["+strconv.Itoa(i)+"]", e, sc, errs, t)
+			a.elems[i] = compileNode(&valuePath{parent: path, index: i, elem: true}, e, sc, errs, t)
 			if _, ok := a.elems[i].(literal); !ok {
 				static = false
 			}
@@ -110,7 +110,7 @@ func compileNode(path string, v any, sc *exprScope, errs *detailList, t *Templat
 	return literal{v}
 }
 
-func compileString(path, s string, sc *exprScope, errs *detailList, t *Template) tnode {
+func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t *Template) tnode {
 	var lits []string
 	var exprs []*expression
 	var cur strings.Builder
@@ -128,14 +128,14 @@ func compileString(path, s string, sc *exprScope, errs *detailList, t *Template)
 		}
 		end := strings.Index(s[i+3:], "}}")
 		if end < 0 {
-			errs.add(path, "unterminated ${{ (missing }})")
+			errs.add(path.String(), "unterminated ${{ (missing }})")
 			return literal{s}
 		}
 		cur.WriteString(s[:i])
 		src := strings.TrimSpace(s[i+3 : i+3+end])
 		e, err := compileExpr(src, sc)
 		if err != nil {
-			errs.add(path, "%v", err)
+			errs.add(path.String(), "%v", err)
 			return literal{s}
 		}
 		t.note(e)
@@ -292,4 +292,38 @@ func (a array) eval(ev *evaluator) (any, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// valuePath is where a template value sits, rendered only when a problem
+// is reported: building the path string of every value as it is compiled
+// would cost the document's depth times its size.
+type valuePath struct {
+	parent *valuePath
+	root   string // set on the outermost
+	key    string
+	index  int
+	elem   bool
+}
+
+func (p *valuePath) String() string {
+	var segs []*valuePath
+	for c := p; c != nil; c = c.parent {
+		segs = append(segs, c)
+	}
+	var b strings.Builder
+	for i := len(segs) - 1; i >= 0; i-- {
+		c := segs[i]
+		switch {
+		case c.parent == nil:
+			b.WriteString(c.root)
+		case c.elem:
+			b.WriteString("[" + strconv.Itoa(c.index) + "]")
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(c.key)
+		}
+	}
+	return b.String()
 }

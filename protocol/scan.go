@@ -126,7 +126,11 @@ func walk(data []byte, value func(st []frame, start int, container bool) (*locNo
 		}
 		if len(st) == 0 {
 			// One top-level value: anything after it but space is an error.
-			if rest := skipSpace(data, int(dec.InputOffset())); rest < len(data) {
+			rest := int(dec.InputOffset())
+			for rest < len(data) && (data[rest] == ' ' || data[rest] == '\t' || data[rest] == '\n' || data[rest] == '\r') {
+				rest++
+			}
+			if rest < len(data) {
 				return syntaxAt(data, rest, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[rest])))
 			}
 			return nil

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -86,4 +87,45 @@ func TestLocate(t *testing.T) {
 	if line != 4 || col != 33 {
 		t.Errorf("line:col %d:%d, want 4:33", line, col)
 	}
+}
+
+// FuzzCheckStructure: the structure walk never panics, agrees with
+// encoding/json on what is JSON, and Locate finds paths in any body.
+func FuzzCheckStructure(f *testing.F) {
+	for _, seed := range []string{
+		`{"version":1,"workflow":{}}`,
+		`{"permissions":[],"permissions":null}`,
+		`{"a":{"b":[{"c":1,"c":2}]}}`,
+		`[[[[[[[[[[]]]]]]]]]]`,
+		`{"a":"b","b":"a"}`,
+		"{\n \"a\": x}",
+		`{"a":1} {}`,
+		`"\u00e9"`,
+		``,
+		`{"":1,"":2}`,
+		`{"a\u0000":1,"a":2}`,
+	} {
+		f.Add([]byte(seed), 4)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, depth int) {
+		depth %= 64
+		err := CheckStructure(data, depth)
+		var se *Syntax
+		isSyntax := errors.As(err, &se)
+		var inv *Invalid
+		if errors.As(err, &inv) && inv.tooDeep {
+			return // refused before the walk reached the rest
+		}
+		if valid := json.Valid(data); valid == isSyntax {
+			t.Fatalf("json.Valid %v, CheckStructure %v", valid, err)
+		}
+		if isSyntax && (se.Offset < 0 || se.Offset > len(data) || se.Line < 1 || se.Column < 1) {
+			t.Fatalf("position out of range: %+v", se)
+		}
+		for p, off := range Locate(data, []string{"a", "a.b[0]", "[1].c", "workflow.nodes[0].id"}) {
+			if off < 0 || off > len(data) {
+				t.Fatalf("%s at %d, outside the body", p, off)
+			}
+		}
+	})
 }
