@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/runnerd/lambda-runner/redact"
 
@@ -17,61 +16,11 @@ import (
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// Limits bound every execution. Capabilities advertise these same values.
-type Limits struct {
-	MaxNodes       int // nodes run per execution, map iterations and children included
-	MaxConcurrency int // nodes running at once per execution
-	MaxMapItems    int // items of one map node
-	MaxChildDepth  int // nesting of child workflows
-	// MaxDepth caps the nesting of a request body (documents and input
-	// values), checked before anything is decoded.
-	MaxDepth int
-	// MaxSchemaDepth and MaxSchemaBytes cap a workflow's input JSON Schema:
-	// compiling one costs more than its size.
-	MaxSchemaDepth int
-	MaxSchemaBytes int
-	MaxEventBytes  int   // traced input/output per event, truncated beyond
-	MaxOutputBytes int64 // one node's output
-	MemoryBudget   int64 // all node outputs of one execution together
-	// MaxExprSteps bounds one evaluation (a template, a `when`, an
-	// output): predicate iterations, operators and builtin work counted
-	// while it runs. 0 means unbounded.
-	MaxExprSteps int64
-	// MaxExprMemory bounds the bytes one evaluation may allocate in
-	// strings and collections, charged before each allocation. 0 means
-	// unbounded.
-	MaxExprMemory int64
-	// MaxDuration bounds an execution whose context has no deadline (the
-	// local server); under Lambda the invocation deadline applies.
-	MaxDuration time.Duration
-	// Reserve is kept back from the deadline to write the terminal event.
-	Reserve time.Duration
-}
-
-// DefaultLimits are the limits of a runner configured with nothing.
-func DefaultLimits() Limits {
-	return Limits{
-		MaxNodes:       10_000,
-		MaxConcurrency: 16,
-		MaxMapItems:    10_000,
-		MaxChildDepth:  8,
-		MaxDepth:       128,
-		MaxSchemaDepth: 32,
-		MaxSchemaBytes: 256 << 10,
-		MaxEventBytes:  64 << 10,
-		MaxOutputBytes: 4 << 20,
-		MemoryBudget:   64 << 20,
-		MaxExprSteps:   DefaultMaxExprSteps,
-		MaxExprMemory:  16 << 20,
-		MaxDuration:    15 * time.Minute,
-		Reserve:        500 * time.Millisecond,
-	}
-}
-
 // Engine prepares and runs executions. It is safe for concurrent use once
 // configured; its zero value is not usable, use New.
 type Engine struct {
-	// Limits bound every execution.
+	// Limits bound every execution; a zero field means its default (see
+	// Limits.WithDefaults), read when an execution is prepared.
 	Limits Limits
 	// Logger receives decisions and failures, never bodies or secrets.
 	Logger *slog.Logger
@@ -126,6 +75,7 @@ type Execution struct {
 	decider      *permission.Decider
 	models       *models.Table  // runtime.models, else the deployment's
 	http         *egress.Client // this execution's, released by Run
+	limits       Limits         // the engine's, defaults applied
 }
 
 // prep is the state of one Prepare.
@@ -138,6 +88,7 @@ type prep struct {
 	children    map[string]*graph
 	nodes       int
 	svc         prepServices
+	limits      Limits // the engine's, defaults applied
 }
 
 // Prepare checks an execution request before acceptance. The error is a
@@ -156,7 +107,7 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 // prepare runs every check of req, recording problems in d, and returns the
 // execution as far as it could be built (nil when no workflow was found).
 func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInput bool) *Execution {
-	p := &prep{e: e, req: req, d: d, secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
+	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
 	for name := range req.Runtime.HTTP.Secrets {
 		p.secretNames[name] = true
 	}
@@ -185,7 +136,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 	})
 	d.addErr("", err)
 	p.prepareServices()
-	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http}
+	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http, limits: p.limits}
 	if doc == nil {
 		return x
 	}
@@ -249,7 +200,7 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 // deeper than maxSchemaDepth before it is compiled: compiling costs more
 // than the schema's size.
 func (p *prep) schemaWithinLimits(path string, raw []byte) bool {
-	l := p.e.Limits
+	l := p.limits
 	if l.MaxSchemaBytes > 0 && len(raw) > l.MaxSchemaBytes {
 		p.d.add(path, "the input schema is %d bytes, over maxSchemaBytes (%d)", len(raw), l.MaxSchemaBytes)
 		return false

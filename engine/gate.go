@@ -239,7 +239,7 @@ type probeKey struct {
 // workflow node fails with LIMIT_EXCEEDED before deciding when its child
 // would nest deeper than maxChildDepth.
 func (p *prober) runsAt(a staticAction, depth int) bool {
-	return a.action != protocol.ActionWorkflowRun || depth+1 <= p.r.x.e.Limits.MaxChildDepth
+	return a.action != protocol.ActionWorkflowRun || depth+1 <= p.r.x.limits.MaxChildDepth
 }
 
 // graph returns the consent decisions that nodes of g, run at depth, or

@@ -680,7 +680,7 @@ func TestGateDecisions(t *testing.T) {
 		},
 		{
 			name:     "a workflow node beyond maxChildDepth is not decided",
-			limits:   func(l *Limits) { l.MaxChildDepth = 0 },
+			limits:   func(l *Limits) { l.MaxChildDepth = -1 }, // none
 			nodes:    `[{"id":"call","type":"workflow","onError":"continue","with":{"workflow":"c"}}]`,
 			children: []string{`{"id":"c","nodes":[` + gateGetIss + `]}`},
 			status:   "completed",

@@ -109,8 +109,8 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 		}
 		p.compileNode(g, i, docs[i], outer, item)
 	}
-	if p.nodes += len(g.nodes); p.nodes > p.e.Limits.MaxNodes {
-		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.e.Limits.MaxNodes)
+	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes {
+		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
 	}
 	return g
 }

@@ -102,13 +102,13 @@ func TestHostileExpressions(t *testing.T) {
 		},
 		{
 			name: "nested sum under timeoutMs", code: protocol.CodeTimeout, within: 1100 * time.Millisecond,
-			limits: func(l *Limits) { l.MaxExprSteps = 0 },
+			limits: func(l *Limits) { l.MaxExprSteps = -1 },
 			input:  exprHostileInput(100_000),
 			wf:     `{"nodes":[{"id":"boom","type":"set","timeoutMs":1000,"with":{"value":"${{ sum(input.a, {sum(input.a, {# + 1})}) }}"}}]}`,
 		},
 		{
 			name: "nested sum in when under timeoutMs", code: protocol.CodeTimeout, within: 1100 * time.Millisecond,
-			limits: func(l *Limits) { l.MaxExprSteps = 0 },
+			limits: func(l *Limits) { l.MaxExprSteps = -1 },
 			input:  exprHostileInput(100_000),
 			wf:     `{"nodes":[{"id":"boom","type":"set","timeoutMs":1000,"when":"sum(input.a, {sum(input.a, {# + 1})}) > 0"}]}`,
 		},
@@ -166,7 +166,7 @@ func TestHostileExpressions(t *testing.T) {
 // that has no timeout of its own.
 func TestHostileExpressionDisconnect(t *testing.T) {
 	l := DefaultLimits()
-	l.MaxExprSteps = 0
+	l.MaxExprSteps = -1 // no bound
 	wf := `{"nodes":[{"id":"boom","type":"set","with":{"value":"${{ sum(input.a, {sum(input.a, {# + 1})}) }}"}}]}`
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -115,6 +115,10 @@ func (c *Compiler) Request() *protocol.ExecutionRequest { return c.p.req }
 // Engine returns the engine, for its configuration.
 func (c *Compiler) Engine() *Engine { return c.p.e }
 
+// Limits returns the limits the execution is prepared under, defaults
+// applied.
+func (c *Compiler) Limits() Limits { return c.p.limits }
+
 // Call is one attempt of a node, as its Step sees it.
 type Call struct {
 	// ID is the node's id in events: "each[3].summarize" inside a map.
@@ -156,8 +160,11 @@ func (c *Call) WithMap() map[string]any {
 	return m
 }
 
-// Execution returns the id of the execution the call belongs to.
+// ExecutionID returns the id of the execution the call belongs to.
 func (c *Call) ExecutionID() string { return c.r.id }
+
+// Limits returns the limits the execution runs under, defaults applied.
+func (c *Call) Limits() Limits { return c.r.x.limits }
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
@@ -240,4 +241,41 @@ func TestTraceTruncation(t *testing.T) {
 			wtSameJSON(t, "result", s.result(t).Output, `{"n":`+tt.value+`}`)
 		})
 	}
+}
+
+// Zero means the default, field by field, and the zero Limits serves.
+func TestLimitsWithDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Limits
+		want Limits
+	}{
+		{"zero", Limits{}, Limits{MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
+			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 512, MemoryBudget: 128 << 20,
+			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
+		{"memory sizes the budget", Limits{MemoryMB: 1024}, Limits{MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
+			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 1024, MemoryBudget: 256 << 20,
+			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
+		{"a small budget caps the output", Limits{MemoryBudget: 65536, MaxNodes: 3}, Limits{MaxNodes: 3, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
+			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 65536, MemoryMB: 512, MemoryBudget: 65536,
+			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.in.WithDefaults(); got != tt.want {
+				t.Errorf("WithDefaults:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+	if got := (Limits{MaxChildDepth: -1}).WithDefaults().MaxChildDepth; got != 0 {
+		t.Errorf("a negative MaxChildDepth gives %d, want 0 (no child workflows)", got)
+	}
+	if DefaultLimits() != (Limits{}).WithDefaults() {
+		t.Error("DefaultLimits differs from the zero Limits with defaults")
+	}
+	// An engine built with no limits runs a workflow (it used to refuse
+	// every one as over maxNodes (0)).
+	e := New(Limits{})
+	req := wtReq(t, `{"nodes":[{"id":"n","type":"set","with":{"value":1}}]}`, "")
+	wtSameJSON(t, "result", wtRun(t, nil, e, req).result(t).Output, `{"n":1}`)
 }

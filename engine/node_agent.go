@@ -78,17 +78,13 @@ func (agentKind) Prepare(c *Compiler) Step {
 			}
 		}
 	}
-	if raw, ok := c.Raw("maxSteps"); ok {
-		if n, isNum := raw.(float64); isNum && (n < 1 || n > MaxAgentSteps) {
-			c.Errorf("maxSteps", "must be from 1 to %d", MaxAgentSteps)
-		}
-	}
+	c.Fields().Int("maxSteps", 1, MaxAgentSteps)
 	return StepFunc(runAgent)
 }
 
 func runAgent(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
-	role, req, err := modelRequest(w)
+	role, req, err := modelRequest(call)
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +96,13 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	maxSteps := DefaultAgentSteps
-	if v, ok := w["maxSteps"]; ok && v != nil {
-		n, isInt := asInt(v)
-		if !isInt || n < 1 || n > MaxAgentSteps {
-			return nil, Errorf(protocol.CodeExpressionError, "with.maxSteps must be a whole number from 1 to %d", MaxAgentSteps)
-		}
-		maxSteps = n
+	f := call.Fields()
+	maxSteps, ok := f.Int("maxSteps", 1, MaxAgentSteps)
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	if !ok {
+		maxSteps = DefaultAgentSteps
 	}
 	cat, err := call.agentCatalog(ctx, names, filters)
 	if err != nil {
@@ -289,7 +285,7 @@ func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.To
 // clip bounds what one tool result adds to the conversation, which is held
 // in memory and resent with every step: to the per-node output cap.
 func (c *Call) clip(s string) string {
-	limit := c.r.x.e.Limits.MaxOutputBytes
+	limit := c.Limits().MaxOutputBytes
 	if limit <= 0 || int64(len(s)) <= limit {
 		return s
 	}

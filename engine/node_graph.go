@@ -31,10 +31,11 @@ func (mapKind) Prepare(c *Compiler) Step {
 	// A literal array is known now: refuse it before acceptance rather than
 	// fail the execution later.
 	if lit, ok := c.Raw("items"); ok {
-		if a, isArr := lit.([]any); isArr && len(a) > c.p.e.Limits.MaxMapItems {
-			c.Errorf("items", "%d items, over maxMapItems (%d)", len(a), c.p.e.Limits.MaxMapItems)
+		if a, isArr := lit.([]any); isArr && len(a) > c.Limits().MaxMapItems {
+			c.Errorf("items", "%d items, over maxMapItems (%d)", len(a), c.Limits().MaxMapItems)
 		}
 	}
+	c.Fields().Int("concurrency", 1, math.MaxInt)
 	raw, _ := c.Raw("nodes")
 	docs, err := parseNodes(raw)
 	if err != nil {
@@ -71,17 +72,17 @@ func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 	if !ok {
 		return nil, Errorf(protocol.CodeExpressionError, "with.items must evaluate to an array, got %s", jsonKind(w["items"]))
 	}
-	l := call.r.x.e.Limits
+	l := call.Limits()
 	if len(items) > l.MaxMapItems {
 		return nil, Errorf(protocol.CodeLimitExceeded, "with.items has %d items, over maxMapItems (%d)", len(items), l.MaxMapItems)
 	}
 	conc := l.MaxConcurrency
-	if v, ok := w["concurrency"]; ok && v != nil {
-		n, isInt := asInt(v)
-		if !isInt || n < 1 {
-			return nil, Errorf(protocol.CodeExpressionError, "with.concurrency must be a whole number of at least 1")
-		}
+	f := call.Fields()
+	if n, ok := f.Int("concurrency", 1, math.MaxInt); ok {
 		conc = min(n, l.MaxConcurrency)
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -233,8 +234,8 @@ func runChild(ctx context.Context, call *Call) (any, error) {
 	if child == nil {
 		return nil, Errorf(protocol.CodeFailed, "unknown child workflow %q: not in runtime.workflows", id)
 	}
-	if depth := call.gr.depth + 1; depth > call.r.x.e.Limits.MaxChildDepth {
-		return nil, Errorf(protocol.CodeLimitExceeded, "child workflow %q would nest %d deep, over maxChildDepth (%d)", id, depth, call.r.x.e.Limits.MaxChildDepth)
+	if depth := call.gr.depth + 1; depth > call.Limits().MaxChildDepth {
+		return nil, Errorf(protocol.CodeLimitExceeded, "child workflow %q would nest %d deep, over maxChildDepth (%d)", id, depth, call.Limits().MaxChildDepth)
 	}
 	permit, err := call.Authorize(ctx, protocol.ActionWorkflowRun, id)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -69,6 +70,9 @@ func (httpKind) Prepare(c *Compiler) Step {
 	if m, ok := c.Literal("method"); ok {
 		prepareLiteralMethod(c, m)
 	}
+	f := c.Fields()
+	f.Int("timeoutMs", 0, math.MaxInt)
+	f.Bool("failOnStatus")
 	return s
 }
 
@@ -170,29 +174,16 @@ func quote(s string) string {
 }
 
 func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
-	w := call.WithMap()
 	req := &egress.Request{}
-	var err error
-	if req.Method, err = stringField(w, "method"); err != nil {
+	f := call.Fields()
+	req.Method, _ = f.String("method")
+	req.ResponseType, _ = f.String("responseType")
+	timeoutMs, _ := f.Int("timeoutMs", 0, math.MaxInt)
+	req.Timeout = time.Duration(timeoutMs) * time.Millisecond
+	failOnStatus, set := f.Bool("failOnStatus")
+	failOnStatus = failOnStatus || !set
+	if err := f.Err(); err != nil {
 		return nil, err
-	}
-	if req.ResponseType, err = stringField(w, "responseType"); err != nil {
-		return nil, err
-	}
-	if v, ok := w["timeoutMs"]; ok && v != nil {
-		n, isInt := asInt(v)
-		if !isInt || n < 0 {
-			return nil, Errorf(protocol.CodeExpressionError, "with.timeoutMs must be a whole number of at least 0")
-		}
-		req.Timeout = time.Duration(n) * time.Millisecond
-	}
-	failOnStatus := true
-	if v, ok := w["failOnStatus"]; ok && v != nil {
-		b, isBool := v.(bool)
-		if !isBool {
-			return nil, Errorf(protocol.CodeExpressionError, "with.failOnStatus must be a boolean, got %s", jsonKind(v))
-		}
-		failOnStatus = b
 	}
 
 	// The request fields see secrets: their values stay out of messages.

@@ -62,11 +62,17 @@ func prepareModelFields(c *Compiler) {
 	if !prompt && !messages {
 		c.Errorf("", "node %q: needs a prompt or messages", c.NodeID())
 	}
-	if v, ok := c.Raw("temperature"); ok {
-		if f, isNum := v.(float64); isNum && (f < 0 || f > 2) {
-			c.Errorf("temperature", "must be between 0 and 2")
-		}
+	readModelNumbers(c.Fields())
+}
+
+// readModelNumbers reads the numeric model fields, literals before
+// acceptance and evaluated values at run time.
+func readModelNumbers(f *Fields) (temperature *float64, maxTokens int) {
+	if t, ok := f.Float("temperature", 0, 2); ok {
+		temperature = &t
 	}
+	maxTokens, _ = f.Int("maxTokens", 0, math.MaxInt)
+	return temperature, maxTokens
 }
 
 func rolesHint(t *models.Table) string {
@@ -99,7 +105,7 @@ func prepareJSONSchema(c *Compiler, raw any) (*jsonschema.Schema, json.RawMessag
 }
 
 func (s *modelStep) Run(ctx context.Context, call *Call) (any, error) {
-	role, req, err := modelRequest(call.WithMap())
+	role, req, err := modelRequest(call)
 	if err != nil {
 		return nil, err
 	}
@@ -160,23 +166,21 @@ func unfence(s string) string {
 // modelRequest reads the evaluated model fields of a model or agent node.
 // The role defaults to general; prompt, when set, is the last user turn
 // after messages.
-func modelRequest(w map[string]any) (string, models.Request, error) {
+func modelRequest(call *Call) (string, models.Request, error) {
 	var req models.Request
-	role, err := stringField(w, "role")
-	if err != nil {
-		return "", req, err
-	}
+	f := call.Fields()
+	role, _ := f.String("role")
 	if role == "" {
 		role = models.GeneralRole
 	}
-	if req.System, err = stringField(w, "system"); err != nil {
+	req.System, _ = f.String("system")
+	prompt, _ := f.String("prompt")
+	req.Temperature, req.MaxTokens = readModelNumbers(f)
+	if err := f.Err(); err != nil {
 		return "", req, err
 	}
-	if req.Messages, err = messagesField(w["messages"]); err != nil {
-		return "", req, err
-	}
-	prompt, err := stringField(w, "prompt")
-	if err != nil {
+	var err error
+	if req.Messages, err = messagesField(call.WithMap()["messages"]); err != nil {
 		return "", req, err
 	}
 	if prompt != "" {
@@ -184,20 +188,6 @@ func modelRequest(w map[string]any) (string, models.Request, error) {
 	}
 	if len(req.Messages) == 0 {
 		return "", req, Errorf(protocol.CodeExpressionError, "with.prompt and with.messages are both empty: the model has nothing to answer")
-	}
-	if v, ok := w["temperature"]; ok && v != nil {
-		f, isNum := asFloat(v)
-		if !isNum || f < 0 || f > 2 {
-			return "", req, Errorf(protocol.CodeExpressionError, "with.temperature must be a number between 0 and 2")
-		}
-		req.Temperature = &f
-	}
-	if v, ok := w["maxTokens"]; ok && v != nil {
-		n, isInt := asInt(v)
-		if !isInt || n < 0 {
-			return "", req, Errorf(protocol.CodeExpressionError, "with.maxTokens must be a whole number of at least 0")
-		}
-		req.MaxTokens = n
 	}
 	return role, req, nil
 }

@@ -84,7 +84,7 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 		ctx, end = o.StartExecution(ctx, r.id)
 		defer func() { end(sum) }()
 	}
-	r.sem = make(chan struct{}, max(1, x.e.Limits.MaxConcurrency))
+	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
 	// Services live as long as the run: opened now, closed after the
 	// terminal event (defers run after the Summary below is built).
 	r.svc = x.openServices()
@@ -106,7 +106,7 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 // deadline derives the execution context: the caller's deadline (the
 // invocation's) less the reserve, or MaxDuration when there is none.
 func (x *Execution) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	l := x.e.Limits
+	l := x.limits
 	d, ok := ctx.Deadline()
 	if !ok {
 		d = time.Now().Add(l.MaxDuration)
@@ -201,7 +201,7 @@ func (r *run) traced(v any) json.RawMessage {
 	if err != nil {
 		b, _ = json.Marshal(map[string]any{"$unencodable": err.Error()})
 	}
-	if limit := r.x.e.Limits.MaxEventBytes; limit > 0 && len(b) > limit {
+	if limit := r.x.limits.MaxEventBytes; limit > 0 && len(b) > limit {
 		b = truncated(b, limit)
 	}
 	return b
@@ -411,8 +411,8 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 			st, f = nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 		}
 	}()
-	if c := r.nodes.Add(1); c > int64(r.x.e.Limits.MaxNodes) {
-		ne := Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes", r.x.e.Limits.MaxNodes)
+	if c := r.nodes.Add(1); c > int64(r.x.limits.MaxNodes) {
+		ne := Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes", r.x.limits.MaxNodes)
 		gr.emitFailed(n, 1, 0, ne, false)
 		return nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 	}
@@ -566,7 +566,7 @@ func (r *run) suspend(id, typ string, s *suspended) {
 // account checks an output against the per-node cap and the execution's
 // memory budget, and charges it to the budget.
 func (r *run) account(out any) *NodeError {
-	l := r.x.e.Limits
+	l := r.x.limits
 	size := sizeOf(out)
 	if l.MaxOutputBytes > 0 && size > l.MaxOutputBytes {
 		return Errorf(protocol.CodeOutputTooLarge, "output of about %d bytes exceeds the per-node cap of %d bytes", size, l.MaxOutputBytes)

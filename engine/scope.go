@@ -155,10 +155,10 @@ func (t Template) eval(ev *evaluator) (any, error) {
 func (s *scope) limits() Limits {
 	for c := s; c != nil; c = c.parent {
 		if c.gr != nil {
-			return c.gr.r.x.e.Limits
+			return c.gr.r.x.limits
 		}
 	}
-	return Limits{}
+	return DefaultLimits()
 }
 
 // stateView builds the immutable expression view of an ended node.

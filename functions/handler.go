@@ -62,6 +62,15 @@ type Handler struct {
 	OnResponse func(ctx context.Context, status int)
 }
 
+// RequestLimit is the largest request body served: MaxRequestBytes, or
+// DefaultMaxRequestBytes when that is 0. Capabilities advertise it.
+func (h *Handler) RequestLimit() int64 {
+	if h.MaxRequestBytes <= 0 {
+		return DefaultMaxRequestBytes
+	}
+	return h.MaxRequestBytes
+}
+
 // ServeHTTP authenticates, routes and serves one request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
@@ -145,10 +154,7 @@ func (h *Handler) authenticate(r *http.Request) error {
 }
 
 func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logger, arrived time.Time) {
-	limit := h.MaxRequestBytes
-	if limit <= 0 {
-		limit = DefaultMaxRequestBytes
-	}
+	limit := h.RequestLimit()
 	timeout := h.BodyReadTimeout
 	if timeout <= 0 {
 		timeout = DefaultBodyReadTimeout

@@ -25,6 +25,7 @@ import (
 // Metric Format lines (the function's log stream, where CloudWatch extracts
 // them); a local server writes none.
 func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger, stdout io.Writer) (*functions.Handler, error) {
+	// Zero fields (unset variables) are the engine's defaults.
 	limits := engine.Limits{
 		MaxNodes:       cfg.MaxNodes,
 		MaxConcurrency: cfg.MaxConcurrency,
@@ -35,6 +36,7 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		MaxSchemaBytes: cfg.MaxSchemaBytes,
 		MaxEventBytes:  cfg.MaxEventBytes,
 		MaxOutputBytes: cfg.MaxOutputBytes,
+		MemoryMB:       cfg.MemoryMB,
 		MemoryBudget:   cfg.MemoryBudget,
 		MaxDuration:    cfg.Timeout,
 		Reserve:        cfg.Reserve,
@@ -49,11 +51,11 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 	h := &functions.Handler{
 		Tokens:          src,
 		Engine:          eng,
-		Capabilities:    capabilities(cfg, eng),
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		BodyReadTimeout: cfg.BodyReadTimeout,
 		Logger:          logger,
 	}
+	h.Capabilities = capabilities(eng, h.RequestLimit())
 	if cfg.Lambda {
 		m := telemetry.NewMetrics(stdout, cfg.FunctionName)
 		h.OnExecution = m.OnExecution
@@ -63,9 +65,9 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 }
 
 // capabilities describes this deployment from the same values the engine
-// enforces.
-func capabilities(cfg config.Config, eng *engine.Engine) protocol.Capabilities {
-	l := eng.Limits
+// and the handler enforce, defaults applied.
+func capabilities(eng *engine.Engine, maxRequestBytes int64) protocol.Capabilities {
+	l := eng.Limits.WithDefaults()
 	types := eng.NodeTypes()
 	has := func(t string) bool {
 		for _, n := range types {
@@ -104,9 +106,9 @@ func capabilities(cfg config.Config, eng *engine.Engine) protocol.Capabilities {
 		},
 		Streaming: protocol.Streaming{ContentType: protocol.ContentTypeNDJSON},
 		Constraints: protocol.Constraints{
-			MaxDurationMs:   cfg.MaxDuration().Milliseconds(),
-			MemoryMb:        cfg.MemoryMB,
-			MaxRequestBytes: cfg.MaxRequestBytes,
+			MaxDurationMs:   l.ExecutionTime().Milliseconds(),
+			MemoryMb:        l.MemoryMB,
+			MaxRequestBytes: maxRequestBytes,
 			MaxNodes:        l.MaxNodes,
 			MaxConcurrency:  l.MaxConcurrency,
 			MaxMapItems:     l.MaxMapItems,

@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/tokens"
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // wireConfig loads a configuration from env, as main does.
@@ -89,5 +91,52 @@ func TestBadModelTableStopsStartup(t *testing.T) {
 	}
 	if strings.Contains(msg, "sk-n0t-to-be-sh0wn") {
 		t.Errorf("error %q shows the key", msg)
+	}
+}
+
+// A bare deployment advertises each package's own defaults, and settings
+// that size others (memory, budget) move them as documented.
+func TestBareDeployment(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want protocol.Constraints
+	}{
+		{"nothing set", map[string]string{}, protocol.Constraints{
+			MaxDurationMs: 899_500, MemoryMb: 512, MaxRequestBytes: 6 << 20,
+			MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
+			MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryBudget: 128 << 20, // a quarter of 512 MB
+		}},
+		{"memory and timeout", map[string]string{"RUNNER_MEMORY_MB": "1024", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "2048",
+			"RUNNER_TIMEOUT_SECONDS": "60", "RUNNER_RESERVE_MS": "1500", "RUNNER_MAX_REQUEST_BYTES": "2048"}, protocol.Constraints{
+			MaxDurationMs: 58_500, MemoryMb: 2048, MaxRequestBytes: 2048,
+			MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
+			MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryBudget: 512 << 20,
+		}},
+		// A small budget caps the per-node output by default.
+		{"small budget", map[string]string{"RUNNER_MEMORY_BUDGET_BYTES": "65536"}, protocol.Constraints{
+			MaxDurationMs: 899_500, MemoryMb: 512, MaxRequestBytes: 6 << 20,
+			MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
+			MaxEventBytes: 64 << 10, MaxOutputBytes: 65536, MemoryBudget: 65536,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := newHandler(context.Background(), wireConfig(t, tt.env), tokens.Static{Set: tokens.NewSet("t")}, slog.New(slog.DiscardHandler), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Fields the table leaves zero (limits added later) are not
+			// compared.
+			got, want := reflect.ValueOf(h.Capabilities.Constraints), reflect.ValueOf(tt.want)
+			for i := range want.NumField() {
+				if !want.Field(i).IsZero() && !got.Field(i).Equal(want.Field(i)) {
+					t.Errorf("%s = %v, want %v", want.Type().Field(i).Name, got.Field(i), want.Field(i))
+				}
+			}
+			if got := h.RequestLimit(); got != tt.want.MaxRequestBytes {
+				t.Errorf("handler request limit %d, advertised %d", got, tt.want.MaxRequestBytes)
+			}
+		})
 	}
 }

@@ -1,5 +1,10 @@
 // Package config reads the runner's configuration from the environment into
 // one typed value. Nothing else in the runner calls os.Getenv.
+//
+// Config only reads and range-checks: a setting whose variable is unset is
+// left zero, which the package that uses it (engine.Limits, egress.Options,
+// secrets.Options, functions.Handler) reads as its own default. So each
+// default is written once, beside the code it bounds.
 package config
 
 import (
@@ -31,15 +36,17 @@ type Config struct {
 	Addr            string        // RUNNER_ADDR: local server address
 	Tokens          []string      // RUNNER_TOKENS: comma-separated bearer tokens
 	TokenSecretID   string        // RUNNER_TOKEN_SECRET_ID: Secrets Manager secret of tokens
-	TokenCacheTTL   time.Duration // RUNNER_TOKEN_CACHE_TTL
-	TokenRefreshGap time.Duration // RUNNER_TOKEN_REFRESH_INTERVAL: min gap of miss-triggered refreshes
+	TokenCacheTTL   time.Duration // RUNNER_TOKEN_CACHE_TTL (0: secrets.DefaultTTL)
+	TokenRefreshGap time.Duration // RUNNER_TOKEN_REFRESH_INTERVAL: min gap of miss-triggered refreshes (0: secrets.DefaultRefreshInterval)
 	LogLevel        slog.Level    // RUNNER_LOG_LEVEL
 
-	MemoryMB        int           // AWS_LAMBDA_FUNCTION_MEMORY_SIZE, else RUNNER_MEMORY_MB
-	Timeout         time.Duration // RUNNER_TIMEOUT_SECONDS: the function's configured timeout
-	Reserve         time.Duration // RUNNER_RESERVE_MS: kept back to write the terminal event
-	MaxRequestBytes int64         // RUNNER_MAX_REQUEST_BYTES
-	BodyReadTimeout time.Duration // RUNNER_BODY_READ_TIMEOUT_MS: reading a request body off a connection
+	MemoryMB        int           // AWS_LAMBDA_FUNCTION_MEMORY_SIZE, else RUNNER_MEMORY_MB (0: engine.DefaultMemoryMB)
+	Timeout         time.Duration // RUNNER_TIMEOUT_SECONDS: the function's configured timeout (0: engine.DefaultMaxDuration)
+	Reserve         time.Duration // RUNNER_RESERVE_MS: kept back to write the terminal event (0: engine.DefaultReserve)
+	MaxRequestBytes int64         // RUNNER_MAX_REQUEST_BYTES (0: functions.DefaultMaxRequestBytes)
+	BodyReadTimeout time.Duration // RUNNER_BODY_READ_TIMEOUT_MS: reading a request body off a connection (0: functions.DefaultBodyReadTimeout)
+
+	// Execution limits, each 0 for the engine's default (engine.Limits).
 
 	MaxNodes       int   // RUNNER_MAX_NODES
 	MaxConcurrency int   // RUNNER_MAX_CONCURRENCY
@@ -50,13 +57,13 @@ type Config struct {
 	MaxSchemaBytes int   // RUNNER_MAX_SCHEMA_BYTES: size of an input JSON Schema
 	MaxEventBytes  int   // RUNNER_MAX_EVENT_BYTES
 	MaxOutputBytes int64 // RUNNER_MAX_OUTPUT_BYTES
-	MemoryBudget   int64 // RUNNER_MEMORY_BUDGET_BYTES (default: a quarter of MemoryMB)
+	MemoryBudget   int64 // RUNNER_MEMORY_BUDGET_BYTES (0: a quarter of MemoryMB)
 
 	Models []protocol.Model // RUNNER_MODELS: the deployment's model table, JSON
 
 	HTTPAllowPrefixes    []netip.Prefix // RUNNER_HTTP_ALLOW_CIDRS: private ranges http nodes may reach
-	HTTPMaxResponseBytes int64          // RUNNER_HTTP_MAX_RESPONSE_BYTES
-	HTTPTimeout          time.Duration  // RUNNER_HTTP_TIMEOUT_MS
+	HTTPMaxResponseBytes int64          // RUNNER_HTTP_MAX_RESPONSE_BYTES (0: egress.DefaultMaxResponseBytes)
+	HTTPTimeout          time.Duration  // RUNNER_HTTP_TIMEOUT_MS (0: egress.DefaultTimeout)
 }
 
 // The values of RUNNER_LAMBDA_MODE.
@@ -84,24 +91,26 @@ func Load(getenv func(string) string) (Config, error) {
 		Addr:            r.str("RUNNER_ADDR", "127.0.0.1:8080"),
 		Tokens:          splitList(getenv("RUNNER_TOKENS")),
 		TokenSecretID:   strings.TrimSpace(getenv("RUNNER_TOKEN_SECRET_ID")),
-		TokenCacheTTL:   r.duration("RUNNER_TOKEN_CACHE_TTL", 5*time.Minute),
-		TokenRefreshGap: r.duration("RUNNER_TOKEN_REFRESH_INTERVAL", 30*time.Second),
+		TokenCacheTTL:   r.duration("RUNNER_TOKEN_CACHE_TTL"),
+		TokenRefreshGap: r.duration("RUNNER_TOKEN_REFRESH_INTERVAL"),
 		LogLevel:        r.level("RUNNER_LOG_LEVEL"),
-		Timeout:         time.Duration(r.int("RUNNER_TIMEOUT_SECONDS", 900, 1, 86400)) * time.Second,
-		Reserve:         time.Duration(r.int("RUNNER_RESERVE_MS", 500, 50, 60_000)) * time.Millisecond,
-		MaxRequestBytes: r.int64("RUNNER_MAX_REQUEST_BYTES", 6<<20, 1024),
-		BodyReadTimeout: time.Duration(r.int("RUNNER_BODY_READ_TIMEOUT_MS", 10_000, 100, 300_000)) * time.Millisecond,
-		MaxNodes:        r.int("RUNNER_MAX_NODES", 10_000, 1, 1_000_000),
-		MaxConcurrency:  r.int("RUNNER_MAX_CONCURRENCY", 16, 1, 1024),
-		MaxMapItems:     r.int("RUNNER_MAX_MAP_ITEMS", 10_000, 1, 1_000_000),
-		MaxChildDepth:   r.int("RUNNER_MAX_CHILD_DEPTH", 8, 1, 64),
-		MaxDepth:        r.int("RUNNER_MAX_DEPTH", 128, 8, 10_000),
-		MaxSchemaDepth:  r.int("RUNNER_MAX_SCHEMA_DEPTH", 32, 2, 1_000),
-		MaxSchemaBytes:  r.int("RUNNER_MAX_SCHEMA_BYTES", 256<<10, 64, 16<<20),
-		MaxEventBytes:   r.int("RUNNER_MAX_EVENT_BYTES", 64<<10, 256, 16<<20),
+		Timeout:         time.Duration(r.int("RUNNER_TIMEOUT_SECONDS", 1, 86400)) * time.Second,
+		Reserve:         time.Duration(r.int("RUNNER_RESERVE_MS", 50, 60_000)) * time.Millisecond,
+		MaxRequestBytes: r.int64("RUNNER_MAX_REQUEST_BYTES", 1024),
+		BodyReadTimeout: time.Duration(r.int("RUNNER_BODY_READ_TIMEOUT_MS", 100, 300_000)) * time.Millisecond,
+		MaxNodes:        r.int("RUNNER_MAX_NODES", 1, 1_000_000),
+		MaxConcurrency:  r.int("RUNNER_MAX_CONCURRENCY", 1, 1024),
+		MaxMapItems:     r.int("RUNNER_MAX_MAP_ITEMS", 1, 1_000_000),
+		MaxChildDepth:   r.int("RUNNER_MAX_CHILD_DEPTH", 1, 64),
+		MaxDepth:        r.int("RUNNER_MAX_DEPTH", 8, 10_000),
+		MaxSchemaDepth:  r.int("RUNNER_MAX_SCHEMA_DEPTH", 2, 1_000),
+		MaxSchemaBytes:  r.int("RUNNER_MAX_SCHEMA_BYTES", 64, 16<<20),
+		MaxEventBytes:   r.int("RUNNER_MAX_EVENT_BYTES", 256, 16<<20),
+		MemoryBudget:    r.int64("RUNNER_MEMORY_BUDGET_BYTES", 1024),
+		MaxOutputBytes:  r.int64("RUNNER_MAX_OUTPUT_BYTES", 256),
 
-		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1<<20, 1),
-		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 30_000, 1, 900_000)) * time.Millisecond,
+		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1),
+		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 1, 900_000)) * time.Millisecond,
 	}
 	c.Lambda = c.RuntimeAPI != ""
 	switch c.LambdaMode = strings.ToLower(r.str("RUNNER_LAMBDA_MODE", LambdaModeAuto)); c.LambdaMode {
@@ -109,13 +118,14 @@ func Load(getenv func(string) string) (Config, error) {
 	default:
 		r.errs = append(r.errs, fmt.Errorf("RUNNER_LAMBDA_MODE: %q must be auto, stream or buffered", c.LambdaMode))
 	}
-	c.MemoryMB = r.int("RUNNER_MEMORY_MB", 512, 128, 10240)
+	c.MemoryMB = r.int("RUNNER_MEMORY_MB", 128, 10240)
 	if getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE") != "" {
-		c.MemoryMB = r.int("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 512, 128, 10240)
+		c.MemoryMB = r.int("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 128, 10240)
 	}
-	c.MemoryBudget = r.int64("RUNNER_MEMORY_BUDGET_BYTES", int64(c.MemoryMB)<<20/4, 1024)
-	c.MaxOutputBytes = r.int64("RUNNER_MAX_OUTPUT_BYTES", min(4<<20, c.MemoryBudget), 256)
-	if c.Reserve >= c.Timeout {
+	// Unset, either is the engine's default, and every allowed reserve
+	// (at most 60s) is below the default timeout (15 minutes) and every
+	// allowed timeout (at least 1s) above the default reserve (500ms).
+	if c.Timeout > 0 && c.Reserve > 0 && c.Reserve >= c.Timeout {
 		r.errs = append(r.errs, fmt.Errorf("RUNNER_RESERVE_MS (%s) must be less than RUNNER_TIMEOUT_SECONDS (%s)", c.Reserve, c.Timeout))
 	}
 	if raw := strings.TrimSpace(getenv("RUNNER_MODELS")); raw != "" {
@@ -134,10 +144,6 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, errors.Join(r.errs...)
 }
 
-// MaxDuration is what an execution may last: the configured timeout less
-// the reserve. Capabilities advertise it as maxDurationMs.
-func (c Config) MaxDuration() time.Duration { return c.Timeout - c.Reserve }
-
 type reader struct {
 	getenv func(string) string
 	errs   []error
@@ -150,41 +156,45 @@ func (r *reader) str(name, def string) string {
 	return def
 }
 
-func (r *reader) int(name string, def, lo, hi int) int {
+// int reads a whole number from lo to hi; unset (or invalid, reported) is 0.
+func (r *reader) int(name string, lo, hi int) int {
 	v := strings.TrimSpace(r.getenv(name))
 	if v == "" {
-		return def
+		return 0
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
 		r.errs = append(r.errs, fmt.Errorf("%s: %q must be a whole number from %d to %d", name, v, lo, hi))
-		return def
+		return 0
 	}
 	return n
 }
 
-func (r *reader) int64(name string, def, lo int64) int64 {
+// int64 reads a whole number of at least lo; unset (or invalid, reported)
+// is 0.
+func (r *reader) int64(name string, lo int64) int64 {
 	v := strings.TrimSpace(r.getenv(name))
 	if v == "" {
-		return def
+		return 0
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lo {
 		r.errs = append(r.errs, fmt.Errorf("%s: %q must be a whole number of at least %d", name, v, lo))
-		return def
+		return 0
 	}
 	return n
 }
 
-func (r *reader) duration(name string, def time.Duration) time.Duration {
+// duration reads a positive duration; unset (or invalid, reported) is 0.
+func (r *reader) duration(name string) time.Duration {
 	v := strings.TrimSpace(r.getenv(name))
 	if v == "" {
-		return def
+		return 0
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		r.errs = append(r.errs, fmt.Errorf("%s: %q must be a positive duration such as 5m or 30s", name, v))
-		return def
+		return 0
 	}
 	return d
 }

@@ -1,0 +1,120 @@
+package engine
+
+import "time"
+
+// The limits of a runner configured with nothing. infra/config leaves a
+// setting zero when its variable is unset, so these are the only place
+// each number is written.
+const (
+	DefaultMaxNodes       = 10_000
+	DefaultMaxConcurrency = 16
+	DefaultMaxMapItems    = 10_000
+	DefaultMaxChildDepth  = 8
+	DefaultMaxDepth       = 128
+	DefaultMaxSchemaDepth = 32
+	DefaultMaxSchemaBytes = 256 << 10
+	// DefaultMaxExprMemory bounds what one evaluation allocates (see
+	// DefaultMaxExprSteps for its steps).
+	DefaultMaxExprMemory = 16 << 20
+	DefaultMaxEventBytes = 64 << 10
+	// DefaultMaxOutputBytes caps one node's output, or the memory budget
+	// when that is smaller.
+	DefaultMaxOutputBytes int64 = 4 << 20
+	// DefaultMemoryMB is the memory assumed when the process is not told
+	// its own (Lambda's smallest sensible size for a workflow runner).
+	DefaultMemoryMB = 512
+	// DefaultMaxDuration is Lambda's longest invocation.
+	DefaultMaxDuration = 15 * time.Minute
+	DefaultReserve     = 500 * time.Millisecond
+)
+
+// Limits bound every execution. Capabilities advertise these same values.
+// A zero field means its default, so the zero Limits is DefaultLimits.
+type Limits struct {
+	MaxNodes       int // nodes run per execution, map iterations and children included
+	MaxConcurrency int // nodes running at once per execution
+	MaxMapItems    int // items of one map node
+	// MaxChildDepth bounds the nesting of child workflows; as 0 means the
+	// default, a negative value allows none.
+	MaxChildDepth int
+	// MaxDepth caps the nesting of a request body (documents and input
+	// values), checked before anything is decoded.
+	MaxDepth int
+	// MaxSchemaDepth and MaxSchemaBytes cap a workflow's input JSON Schema:
+	// compiling one costs more than its size.
+	MaxSchemaDepth int
+	MaxSchemaBytes int
+	MaxEventBytes  int   // traced input/output per event, truncated beyond
+	MaxOutputBytes int64 // one node's output
+	// MemoryMB is the memory of the process, which sizes the default
+	// MemoryBudget.
+	MemoryMB int
+	// MemoryBudget bounds all node outputs of one execution together;
+	// 0 means a quarter of MemoryMB.
+	MemoryBudget int64
+	// MaxExprSteps bounds one evaluation (a template, a `when`, an
+	// output): predicate iterations, operators and builtin work counted
+	// while it runs. 0 means DefaultMaxExprSteps, a negative value no
+	// bound.
+	MaxExprSteps int64
+	// MaxExprMemory bounds the bytes one evaluation may allocate in
+	// strings and collections, charged before each allocation. 0 means
+	// DefaultMaxExprMemory, a negative value no bound.
+	MaxExprMemory int64
+	// MaxDuration bounds an execution whose context has no deadline (the
+	// local server); under Lambda the invocation deadline applies.
+	MaxDuration time.Duration
+	// Reserve is kept back from the deadline to write the terminal event.
+	Reserve time.Duration
+}
+
+// DefaultLimits are the limits of a runner configured with nothing.
+func DefaultLimits() Limits { return Limits{}.WithDefaults() }
+
+// WithDefaults returns l with each zero field replaced by its default (a
+// negative one too, but for MaxChildDepth and the expression budgets,
+// where a negative value means none and no bound).
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxNodes, DefaultMaxNodes)
+	def(&l.MaxConcurrency, DefaultMaxConcurrency)
+	def(&l.MaxMapItems, DefaultMaxMapItems)
+	switch {
+	case l.MaxChildDepth == 0:
+		l.MaxChildDepth = DefaultMaxChildDepth
+	case l.MaxChildDepth < 0:
+		l.MaxChildDepth = 0
+	}
+	def(&l.MaxDepth, DefaultMaxDepth)
+	def(&l.MaxSchemaDepth, DefaultMaxSchemaDepth)
+	def(&l.MaxSchemaBytes, DefaultMaxSchemaBytes)
+	def(&l.MaxEventBytes, DefaultMaxEventBytes)
+	def(&l.MemoryMB, DefaultMemoryMB)
+	if l.MemoryBudget <= 0 {
+		l.MemoryBudget = int64(l.MemoryMB) << 20 / 4
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = min(DefaultMaxOutputBytes, l.MemoryBudget)
+	}
+	if l.MaxExprSteps == 0 {
+		l.MaxExprSteps = DefaultMaxExprSteps
+	}
+	if l.MaxExprMemory == 0 {
+		l.MaxExprMemory = DefaultMaxExprMemory
+	}
+	if l.MaxDuration <= 0 {
+		l.MaxDuration = DefaultMaxDuration
+	}
+	if l.Reserve <= 0 {
+		l.Reserve = DefaultReserve
+	}
+	return l
+}
+
+// ExecutionTime is the longest an execution may run: MaxDuration less the
+// Reserve. Capabilities advertise it as maxDurationMs.
+func (l Limits) ExecutionTime() time.Duration { return l.MaxDuration - l.Reserve }
