@@ -5,7 +5,14 @@ PKGS      := ./...
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 STATICCHECK_VERSION := v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
-LDFLAGS   := -s -w -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version the binary reports (capabilities runner.version): RUNNER_VERSION
+# if set, else `git describe` in a git checkout, else the VERSION file that
+# `make version` (run by `make sam-build`) writes, because `sam build` copies
+# the tree without .git. See docs/deploy.md.
+VERSION   := $(or $(RUNNER_VERSION),$(if $(wildcard .git),$(shell git describe --tags --always --dirty 2>/dev/null)),$(shell cat VERSION 2>/dev/null),dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+# Architecture of the deployed bootstrap (template.yaml: arm64).
+LAMBDA_GOARCH ?= arm64
 # PROVIDERS: the model providers compiled in (docs/deploy.md), e.g.
 # make build PROVIDERS=bedrock; each one left out is a no<name> build tag.
 ALL_PROVIDERS := anthropic bedrock openai
@@ -16,7 +23,7 @@ empty     :=
 space     := $(empty) $(empty)
 TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS)))))
 
-.PHONY: run test test-short build bench bench-lambda lint tools clean build-RunnerFunction
+.PHONY: run test test-short build bench bench-lambda lint tools clean build-RunnerFunction version sam-build
 
 ## run: the runner as a local HTTP server with a generated dev token
 run:
@@ -42,7 +49,16 @@ $(BIN)/bootstrap-local: FORCE
 
 # sam build calls this target (BuildMethod: makefile).
 build-RunnerFunction:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
+	GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
+
+## version: write VERSION (git describe) for builds from a copy without .git
+version:
+	@v=$$(git describe --tags --always --dirty 2>/dev/null) && [ -n "$$v" ] || { echo 'version: not a git checkout' >&2; exit 1; }; \
+		echo "$$v" > VERSION; echo "VERSION $$v"
+
+## sam-build: sam build with the commit's version baked in
+sam-build: version
+	sam build
 
 ## bench: in-process benchmarks (figures as medians of -count runs)
 bench:
@@ -70,6 +86,6 @@ tools:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 clean:
-	rm -rf $(BIN) bench.out bench-lambda.out .aws-sam
+	rm -rf $(BIN) bench.out bench-lambda.out .aws-sam VERSION
 
 FORCE:

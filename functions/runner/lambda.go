@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -241,3 +243,21 @@ func (w *guardedWriter) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the adapter's writer (flush).
 func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// reportInitError posts a startup failure to the Lambda runtime API's
+// init/error endpoint (the documented way for a custom runtime to fail its
+// init with a message). Best effort: the process exits either way.
+func reportInitError(ctx context.Context, api string, cause error) {
+	body, _ := json.Marshal(map[string]any{"errorMessage": "runner: " + cause.Error(), "errorType": "Runtime.ConfigurationError"})
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+api+"/2018-06-01/runtime/init/error", bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Lambda-Runtime-Function-Error-Type", "Runtime.ConfigurationError")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_ = resp.Body.Close()
+	}
+}

@@ -39,14 +39,31 @@ func main() {
 }
 
 // run is main with its dependencies passed in, so tests can drive it.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dev := fs.Bool("dev", false, "local development: generate a random bearer token, print it once, log as text")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	check := fs.Bool("check", false, "check the configuration in the environment (RUNNER_MODELS included) and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version)
+		return nil
+	}
 	cfg, err := config.Load(getenv)
+	serving := false
+	if cfg.RuntimeAPI != "" && !*check {
+		// Under Lambda a startup failure is told to the runtime API, so
+		// that the first invocation fails with the message (naming the
+		// variable at fault) instead of a bare Runtime.ExitError.
+		defer func() {
+			if err != nil && !serving {
+				reportInitError(ctx, cfg.RuntimeAPI, err)
+			}
+		}()
+	}
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -54,6 +71,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Leave a tenth of the function's memory to the runtime and the
 		// stack; the GC works harder before Lambda would kill us.
 		debug.SetMemoryLimit(int64(cfg.MemoryMB) << 20 * 9 / 10)
+	}
+	if *check {
+		if _, err := services(ctx, cfg); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "configuration ok")
+		return nil
 	}
 	logger := newLogger(cfg, *dev, stderr)
 
@@ -71,6 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if cfg.Lambda {
+		serving = true
 		return serveLambda(ctx, h, cfg, logger)
 	}
 	return serveLocal(ctx, h, cfg, devToken, stdout, logger)
