@@ -38,7 +38,7 @@ type Client struct {
 }
 
 // New validates the request's HTTP policy and returns a client for one
-// execution. Policy problems are *FieldError values (joined with
+// execution. Policy problems are *protocol.Detail values (joined with
 // errors.Join when there are several). Policy limits above the operator's
 // (Options) are clipped to them; zero means the operator's.
 func New(p protocol.HTTPPolicy, o Options) (*Client, error) {

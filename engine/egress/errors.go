@@ -2,8 +2,6 @@ package egress
 
 import (
 	"fmt"
-
-	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // Error codes carried by *Error; they are the node error codes of the
@@ -34,9 +32,3 @@ func blocked(format string, args ...any) *Error {
 func failed(format string, args ...any) *Error {
 	return &Error{Code: CodeError, Message: fmt.Sprintf(format, args...)}
 }
-
-// FieldError is a problem with one field of the request's HTTP policy,
-// located by its JSON path (for example
-// "runtime.http.policy.denyHosts[1]"), ready for an INVALID_EXECUTION
-// detail.
-type FieldError = protocol.Detail

@@ -12,7 +12,7 @@ import (
 )
 
 // policyPath is where the policy sits in the execution request, for
-// FieldError paths.
+// protocol.Detail paths.
 const policyPath = "runtime.http.policy"
 
 // policy is a validated protocol.HTTPPolicy.
@@ -22,12 +22,12 @@ type policy struct {
 	methods []string // upper-case; empty means any method
 }
 
-// compilePolicy validates p. Every problem is a *FieldError; several are
+// compilePolicy validates p. Every problem is a *protocol.Detail; several are
 // joined with errors.Join.
 func compilePolicy(p protocol.HTTPPolicy) (policy, error) {
 	var errs []error
 	bad := func(path, format string, args ...any) {
-		errs = append(errs, &FieldError{Path: policyPath + "." + path, Message: fmt.Sprintf(format, args...)})
+		errs = append(errs, &protocol.Detail{Path: policyPath + "." + path, Message: fmt.Sprintf(format, args...)})
 	}
 	var out policy
 	hosts := func(field string, patterns []string) []string {

@@ -13,7 +13,7 @@ func TestNewValidatesPolicy(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy protocol.HTTPPolicy
-		paths  []string // FieldError paths, in order; nil for a valid policy
+		paths  []string // protocol.Detail paths, in order; nil for a valid policy
 	}{
 		{"zero", protocol.HTTPPolicy{}, nil},
 		{"good", protocol.HTTPPolicy{
@@ -53,9 +53,9 @@ func TestNewValidatesPolicy(t *testing.T) {
 			var got []string
 			if err != nil {
 				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-					var fe *FieldError
+					var fe *protocol.Detail
 					if !errors.As(e, &fe) {
-						t.Fatalf("error %v is not a *FieldError", e)
+						t.Fatalf("error %v is not a *protocol.Detail", e)
 					}
 					got = append(got, fe.Path)
 				}

@@ -290,26 +290,6 @@ func arguments(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// ParseJSON extracts the JSON value of a reply to a request with a
-// JSONSchema. Models asked by instruction sometimes wrap it in a Markdown
-// code fence despite being told not to; one such fence is removed.
-func ParseJSON(text string) (json.RawMessage, error) {
-	s := strings.TrimSpace(text)
-	if rest, ok := strings.CutPrefix(s, "```"); ok {
-		// The fence's info string ("json") runs to the end of its line.
-		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
-			rest = rest[nl+1:]
-		} else {
-			rest = ""
-		}
-		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
-	}
-	if s == "" || !json.Valid([]byte(s)) {
-		return nil, errors.New("models: the reply is not a JSON value")
-	}
-	return json.RawMessage(s), nil
-}
-
 // systemWithSchema appends the JSON instruction for providers without a
 // native structured-output mode that takes any schema.
 func systemWithSchema(system string, schema json.RawMessage) string {

@@ -34,7 +34,7 @@ func TestRegistry(t *testing.T) {
 				}
 				continue
 			}
-			fe := FieldErrors(tableErr)
+			fe := fieldErrors(tableErr)
 			if len(fe) != 1 || fe[0].Path != "runtime.models[0].provider" || !strings.Contains(fe[0].Message, `provider "`+name+`" is not compiled into this runner`) {
 				t.Errorf("%s not compiled in: table errors %v", name, fe)
 			}
@@ -42,7 +42,7 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("%s not compiled in: Provider error %v", name, provErr)
 			}
 		}
-		fe := FieldErrors(func() error {
+		fe := fieldErrors(func() error {
 			_, err := NewTable("RUNNER_MODELS", []protocol.Model{{Role: "r", Provider: "x", Model: "m"}})
 			return err
 		}())

@@ -69,30 +69,3 @@ func TestScrub(t *testing.T) {
 func protocolModelWithSecrets() protocol.Model {
 	return protocol.Model{APIKey: "sk-a/b+c", BaseURL: "https://bob:pw-1@host", Headers: map[string]string{"X": `tok"q`}}
 }
-
-func TestParseJSON(t *testing.T) {
-	tests := []struct {
-		in, want string // want "" means an error
-	}{
-		{`{"a":1}`, `{"a":1}`},
-		{"  [1, 2]\n", `[1, 2]`},
-		{"```json\n{\"a\":1}\n```", `{"a":1}`},
-		{"```\n{\"a\":1}\n```\n", `{"a":1}`},
-		{`"just a string"`, `"just a string"`},
-		{"Here you go: {\"a\":1}", ""},
-		{"```json\n{\"a\":\n```", ""},
-		{"", ""},
-	}
-	for _, tt := range tests {
-		got, err := ParseJSON(tt.in)
-		if tt.want == "" {
-			if err == nil {
-				t.Errorf("ParseJSON(%q) = %s, want an error", tt.in, got)
-			}
-			continue
-		}
-		if err != nil || string(got) != tt.want {
-			t.Errorf("ParseJSON(%q) = %s, %v; want %s", tt.in, got, err, tt.want)
-		}
-	}
-}

@@ -13,35 +13,6 @@ import (
 // GeneralRole is the role a lookup falls back to.
 const GeneralRole = "general"
 
-// FieldError is one problem in a model table, at a path such as
-// "runtime.models[1].provider".
-type FieldError = protocol.Detail
-
-// FieldErrors returns every *FieldError in err, which may be one or a
-// join of several (as [NewTable] returns), in order.
-func FieldErrors(err error) []*FieldError {
-	var out []*FieldError
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		if fe, ok := err.(*FieldError); ok {
-			out = append(out, fe)
-			return
-		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		walk(errors.Unwrap(err))
-	}
-	walk(err)
-	return out
-}
-
 // Table maps workflow roles to model entries. It is immutable and safe for
 // concurrent use.
 type Table struct {
@@ -51,12 +22,12 @@ type Table struct {
 // NewTable validates models and indexes them by role. path prefixes the
 // paths of the problems found ("runtime.models" or "RUNNER_MODELS"). On
 // failure it returns every problem, joined with [errors.Join]; list them
-// with [FieldErrors]. Messages never quote an API key, header value or URL.
+// with errors.As or by walking the join. Messages never quote an API key, header value or URL.
 func NewTable(path string, models []protocol.Model) (*Table, error) {
 	t := &Table{byRole: make(map[string]protocol.Model, len(models))}
 	var errs []error
 	fail := func(p, format string, args ...any) {
-		errs = append(errs, &FieldError{Path: p, Message: fmt.Sprintf(format, args...)})
+		errs = append(errs, &protocol.Detail{Path: p, Message: fmt.Sprintf(format, args...)})
 	}
 	firstAt := map[string]int{}
 	for i, m := range models {

@@ -17,7 +17,7 @@ func TestNewTableValidation(t *testing.T) {
 		name   string
 		path   string
 		models []protocol.Model
-		want   []FieldError // nil: valid
+		want   []protocol.Detail // nil: valid
 	}{
 		{name: "empty", path: "runtime.models"},
 		{name: "valid", path: "runtime.models", models: []protocol.Model{
@@ -28,36 +28,36 @@ func TestNewTableValidation(t *testing.T) {
 		}},
 		{name: "unknown provider", path: "runtime.models", models: []protocol.Model{
 			ok, {Role: "x", Provider: "x", Model: "m"},
-		}, want: []FieldError{{Path: "runtime.models[1].provider", Message: `unknown provider "x" (want openai, anthropic or bedrock)`}}},
+		}, want: []protocol.Detail{{Path: "runtime.models[1].provider", Message: `unknown provider "x" (want openai, anthropic or bedrock)`}}},
 		{name: "missing fields", path: "RUNNER_MODELS", models: []protocol.Model{{}},
-			want: []FieldError{
+			want: []protocol.Detail{
 				{Path: "RUNNER_MODELS[0].role", Message: "is required"},
 				{Path: "RUNNER_MODELS[0].provider", Message: "is required (openai, anthropic or bedrock)"},
 				{Path: "RUNNER_MODELS[0].model", Message: "is required"},
 			}},
 		{name: "duplicate role", path: "runtime.models", models: []protocol.Model{ok, ok},
-			want: []FieldError{{Path: "runtime.models[1].role", Message: `duplicate role "general" (also runtime.models[0])`}}},
+			want: []protocol.Detail{{Path: "runtime.models[1].role", Message: `duplicate role "general" (also runtime.models[0])`}}},
 		{name: "base url scheme", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "ftp://example.com"},
-		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "must be an http or https URL"}}},
+		}, want: []protocol.Detail{{Path: "runtime.models[0].baseUrl", Message: "must be an http or https URL"}}},
 		{name: "base url relative", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "/v1"},
-		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "must be an http or https URL"}}},
+		}, want: []protocol.Detail{{Path: "runtime.models[0].baseUrl", Message: "must be an http or https URL"}}},
 		{name: "base url no host", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "https://"},
-		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "must name a host"}}},
+		}, want: []protocol.Detail{{Path: "runtime.models[0].baseUrl", Message: "must name a host"}}},
 		{name: "base url unparsable", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", BaseURL: "http://user:s3cr%zz@host"},
-		}, want: []FieldError{{Path: "runtime.models[0].baseUrl", Message: "is not a valid URL"}}},
+		}, want: []protocol.Detail{{Path: "runtime.models[0].baseUrl", Message: "is not a valid URL"}}},
 		{name: "ranges", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", Temperature: ptr(2.5), MaxTokens: ptr(0)},
-		}, want: []FieldError{
+		}, want: []protocol.Detail{
 			{Path: "runtime.models[0].temperature", Message: "must be between 0 and 2"},
 			{Path: "runtime.models[0].maxTokens", Message: "must be positive"},
 		}},
 		{name: "headers", path: "runtime.models", models: []protocol.Model{
 			{Role: "a", Provider: "openai", Model: "m", Headers: map[string]string{"Bad Name": "v", "X-Ok": "line\nbreak"}},
-		}, want: []FieldError{
+		}, want: []protocol.Detail{
 			{Path: `runtime.models[0].headers["Bad Name"]`, Message: "is not a valid header name"},
 			{Path: `runtime.models[0].headers["X-Ok"]`, Message: "value must not contain CR, LF or NUL"},
 		}},
@@ -80,16 +80,16 @@ func TestNewTableValidation(t *testing.T) {
 			if table != nil {
 				t.Error("NewTable returned a table with its error")
 			}
-			var got []FieldError
-			for _, fe := range FieldErrors(err) {
+			var got []protocol.Detail
+			for _, fe := range fieldErrors(err) {
 				got = append(got, *fe)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("FieldErrors =\n%q\nwant\n%q", got, tt.want)
 			}
-			var fe *FieldError
+			var fe *protocol.Detail
 			if !errors.As(err, &fe) {
-				t.Error("errors.As(*FieldError) failed")
+				t.Error("errors.As(*protocol.Detail) failed")
 			}
 			if !strings.Contains(err.Error(), tt.want[0].Path+": "+tt.want[0].Message) {
 				t.Errorf("Error() = %q, want it to contain the first problem", err)

@@ -9,14 +9,8 @@ import (
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// FieldError is one problem in the permission fields of a request. Path is
-// relative to the request body ("permissions[2]", "toolPolicies[0].decision",
-// "authorization.grants[1].resource") so that it can be reported as is in
-// the details of a 400 INVALID_EXECUTION.
-type FieldError = protocol.Detail
-
 // New validates c and builds its Decider. Validation is complete rather than
-// fail-fast: the error joins (errors.Join) one *FieldError per problem, in
+// fail-fast: the error joins (errors.Join) one *protocol.Detail per problem, in
 // request order, so a caller can list them all through
 // Unwrap() []error. A request whose permission fields are invalid must be
 // refused before acceptance, never run with part of its rules ignored.
@@ -26,7 +20,7 @@ type FieldError = protocol.Detail
 func New(c Config) (*Decider, error) {
 	var errs []error
 	fail := func(path, format string, args ...any) {
-		errs = append(errs, &FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+		errs = append(errs, &protocol.Detail{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 
 	d := &Decider{restricted: c.Permissions != nil, consent: c.ConsentAvailable}

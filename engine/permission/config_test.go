@@ -13,7 +13,7 @@ func TestNewValidation(t *testing.T) {
 	tests := []struct {
 		name   string
 		config Config
-		paths  []string // every FieldError path, in order; nil means valid
+		paths  []string // every protocol.Detail path, in order; nil means valid
 		msg    string   // substring of the first message
 	}{
 		{name: "nothing", config: Config{}},
@@ -85,9 +85,9 @@ func TestNewValidation(t *testing.T) {
 			if d != nil {
 				t.Errorf("New returned a Decider with an error")
 			}
-			var fe *FieldError
+			var fe *protocol.Detail
 			if !errors.As(err, &fe) {
-				t.Fatalf("error %v holds no *FieldError", err)
+				t.Fatalf("error %v holds no *protocol.Detail", err)
 			}
 			joined, ok := err.(interface{ Unwrap() []error })
 			if !ok {
@@ -95,9 +95,9 @@ func TestNewValidation(t *testing.T) {
 			}
 			var paths []string
 			for _, e := range joined.Unwrap() {
-				fe, ok := e.(*FieldError)
+				fe, ok := e.(*protocol.Detail)
 				if !ok {
-					t.Fatalf("error %T (%v) is not a *FieldError", e, e)
+					t.Fatalf("error %T (%v) is not a *protocol.Detail", e, e)
 				}
 				if fe.Message == "" {
 					t.Errorf("%s: empty message", fe.Path)
@@ -110,7 +110,7 @@ func TestNewValidation(t *testing.T) {
 			if !reflect.DeepEqual(paths, tt.paths) {
 				t.Errorf("paths = %q, want %q\n%v", paths, tt.paths, err)
 			}
-			if first := joined.Unwrap()[0].(*FieldError); !strings.Contains(first.Message, tt.msg) {
+			if first := joined.Unwrap()[0].(*protocol.Detail); !strings.Contains(first.Message, tt.msg) {
 				t.Errorf("message %q does not contain %q", first.Message, tt.msg)
 			}
 		})

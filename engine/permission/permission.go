@@ -58,7 +58,7 @@
 // when they happen. Because Decide is pure, both give the same answer.
 //
 // [New] validates the fields before acceptance and reports every problem as
-// a [*FieldError] whose path is the request's own. docs/permissions.md is the
+// a [*protocol.Detail] whose path is the request's own. docs/permissions.md is the
 // operator's version of this comment, with example events.
 package permission
 

@@ -19,11 +19,6 @@ const TransportStreamableHTTP = "streamable-http"
 // permission resources ("toolset/tool").
 const maxNameLen = 64
 
-// FieldError is one problem in a toolset definition. Path names the field
-// ("runtime.toolsets[1].url") so that it can be reported as is in the details
-// of a 400 INVALID_EXECUTION. Message never contains a header value.
-type FieldError = protocol.Detail
-
 // reservedHeaders are set by the MCP transport or by net/http itself: a
 // toolset header with one of these names would break the protocol or be
 // silently ignored, so it is refused up front.
@@ -55,11 +50,11 @@ var reservedHeaders = []string{
 // not repeated in another case; values hold no control character.
 //
 // Validation is complete rather than fail-fast: the error joins
-// (errors.Join) one *FieldError per problem, in definition order.
+// (errors.Join) one *protocol.Detail per problem, in definition order.
 func Validate(path string, defs []protocol.Toolset) error {
 	var errs []error
 	fail := func(path, format string, args ...any) {
-		errs = append(errs, &FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+		errs = append(errs, &protocol.Detail{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	first := map[string]int{} // name -> index of its first definition
 	for i, d := range defs {

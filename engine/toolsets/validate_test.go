@@ -20,7 +20,7 @@ func TestValidate(t *testing.T) {
 	tests := []struct {
 		name  string
 		defs  []protocol.Toolset
-		paths []string // every FieldError path, in order; nil means valid
+		paths []string // every protocol.Detail path, in order; nil means valid
 		msg   string   // substring of the first message
 	}{
 		{name: "none", defs: nil},
@@ -100,19 +100,19 @@ func TestValidate(t *testing.T) {
 			}
 			var paths []string
 			for _, e := range joined.Unwrap() {
-				var fe *FieldError
+				var fe *protocol.Detail
 				if !errors.As(e, &fe) {
-					t.Fatalf("error %T (%v) is not a *FieldError", e, e)
+					t.Fatalf("error %T (%v) is not a *protocol.Detail", e, e)
 				}
 				if fe.Message == "" || fe.Error() != fe.Path+": "+fe.Message {
-					t.Errorf("FieldError %+v: Error() = %q", fe, fe.Error())
+					t.Errorf("protocol.Detail %+v: Error() = %q", fe, fe.Error())
 				}
 				paths = append(paths, fe.Path)
 			}
 			if !reflect.DeepEqual(paths, tt.paths) {
 				t.Errorf("paths = %q, want %q\n%v", paths, tt.paths, err)
 			}
-			var first *FieldError
+			var first *protocol.Detail
 			errors.As(joined.Unwrap()[0], &first)
 			if !strings.Contains(first.Message, tt.msg) {
 				t.Errorf("message %q does not contain %q", first.Message, tt.msg)
