@@ -77,6 +77,7 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
 ## lint: gofmt, go vet, staticcheck
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: run gofmt -w'; exit 1)
+	$(GO) mod tidy -diff
 	$(GO) vet $(PKGS)
 	$(GOBIN)/staticcheck $(PKGS)
 

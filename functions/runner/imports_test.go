@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestImportDirection keeps the packages layered as docs/architecture.md
+// draws them: protocol at the bottom on the standard library alone (and
+// the stdlib-only redact), the
+// adapters (engine/models, engine/toolsets, engine/egress,
+// engine/permission, infra/*) below the engine, and nothing but this
+// command above functions. Dependencies are transitive, so a detour
+// through another package is caught too.
+func TestImportDirection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "github.com/runnerd/lambda-runner/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/runnerd/lambda-runner/"
+	adapters := []string{"engine/models", "engine/toolsets", "engine/egress", "engine/permission", "infra/"}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, deps := strings.TrimPrefix(fields[0], mod), fields[1:]
+		forbid := func(why string, bad func(dep string) bool) {
+			for _, d := range deps {
+				if bad(d) {
+					t.Errorf("%s imports %s: %s", pkg, d, why)
+				}
+			}
+		}
+		switch {
+		case pkg == "protocol" || strings.HasPrefix(pkg, "protocol/"):
+			// redact, itself on the standard library alone, gives
+			// Secret.String its marker.
+			forbid("protocol uses the standard library only", func(d string) bool {
+				return strings.Contains(strings.Split(d, "/")[0], ".") && d != mod+"redact"
+			})
+		case slices.ContainsFunc(adapters, func(a string) bool { return pkg == a || strings.HasPrefix(pkg, a+"/") || strings.HasSuffix(a, "/") && strings.HasPrefix(pkg, a) }):
+			forbid("adapters sit below the engine", func(d string) bool {
+				return d == mod+"engine" || d == mod+"functions" || strings.HasPrefix(d, mod+"functions/")
+			})
+		case path.Dir(pkg) == "engine" || pkg == "engine":
+			forbid("the engine sits below functions and infra", func(d string) bool {
+				return strings.HasPrefix(d, mod+"functions") || strings.HasPrefix(d, mod+"infra/")
+			})
+		default:
+			continue
+		}
+		checked++
+	}
+	if checked < 8 {
+		t.Fatalf("checked %d packages: go list output not understood:\n%s", checked, out)
+	}
+}
