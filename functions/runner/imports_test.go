@@ -43,7 +43,9 @@ func TestImportDirection(t *testing.T) {
 			forbid("protocol uses the standard library only", func(d string) bool {
 				return strings.Contains(strings.Split(d, "/")[0], ".") && d != mod+"redact"
 			})
-		case slices.ContainsFunc(adapters, func(a string) bool { return pkg == a || strings.HasPrefix(pkg, a+"/") || strings.HasSuffix(a, "/") && strings.HasPrefix(pkg, a) }):
+		case slices.ContainsFunc(adapters, func(a string) bool {
+			return pkg == a || strings.HasPrefix(pkg, a+"/") || strings.HasSuffix(a, "/") && strings.HasPrefix(pkg, a)
+		}):
 			forbid("adapters sit below the engine", func(d string) bool {
 				return d == mod+"engine" || d == mod+"functions" || strings.HasPrefix(d, mod+"functions/")
 			})
