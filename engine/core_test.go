@@ -488,7 +488,7 @@ func TestRunContextEndsRunningWork(t *testing.T) {
 		name     string
 		ctx      func() (context.Context, context.CancelFunc)
 		cancel   bool // cancel once the node runs
-		wantCode string
+		wantCode protocol.Code
 		wantMsg  string
 	}{
 		{

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/runnerd/lambda-runner/protocol"
+
 	"context"
 	"strings"
 	"testing"
@@ -112,7 +114,7 @@ func TestDeadline(t *testing.T) {
 			for _, f := range tt.failed {
 				id, code, _ := strings.Cut(f, "=")
 				evs := s.failed(id)
-				if len(evs) == 0 || evs[len(evs)-1].Error.Code != code || evs[len(evs)-1].Retrying {
+				if len(evs) == 0 || evs[len(evs)-1].Error.Code != protocol.Code(code) || evs[len(evs)-1].Retrying {
 					t.Errorf("node.failed for %s: %s, want a last one with %s, not retrying", id, wtJSON(evs), code)
 				}
 			}

@@ -12,7 +12,7 @@ import (
 // protocol.CodeHTTPError, …). Kinds return it to choose the code; any other
 // error counts as FAILED, or as TIMEOUT/CANCELLED when the context says so.
 type NodeError struct {
-	Code    string
+	Code    protocol.Code
 	Message string
 	// Err is the cause, kept for errors.Is/As; its text is not shown.
 	Err error
@@ -22,13 +22,13 @@ func (e *NodeError) Error() string { return e.Message }
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // Errorf returns a *NodeError with the given code.
-func Errorf(code, format string, args ...any) *NodeError {
+func Errorf(code protocol.Code, format string, args ...any) *NodeError {
 	err := fmt.Errorf(format, args...)
 	return &NodeError{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}
 }
 
 // noRetry lists the codes that another attempt cannot change.
-var noRetry = map[string]bool{
+var noRetry = map[protocol.Code]bool{
 	protocol.CodeExpressionError:      true,
 	protocol.CodePermissionDenied:     true,
 	protocol.CodeLimitExceeded:        true,
@@ -38,6 +38,10 @@ var noRetry = map[string]bool{
 	protocol.CodeDeadlineExceeded:     true,
 	protocol.CodeHTTPBlocked:          true,
 }
+
+// codeSuspended marks the NodeError of a node that waits for consent. It is
+// never reported: such a node is recorded as suspended, not failed.
+const codeSuspended protocol.Code = "suspended"
 
 // suspended is returned by a node that waits for consent.
 type suspended struct {

@@ -116,7 +116,7 @@ func TestRunTimeExpressionError(t *testing.T) {
 			if tt.node == "" {
 				return
 			}
-			if term.Error.NodeID != tt.node || !strings.Contains(term.Error.Message, protocol.CodeExpressionError) {
+			if term.Error.NodeID != tt.node || !strings.Contains(term.Error.Message, string(protocol.CodeExpressionError)) {
 				t.Errorf("terminal error = %+v, want node %s and %s", term.Error, tt.node, protocol.CodeExpressionError)
 			}
 			f := s.nodeFailed(tt.node)

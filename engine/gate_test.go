@@ -273,7 +273,7 @@ func gateRun(t *testing.T, e *Engine, h *gateHarness, body string) {
 func gateStatus(h *gateHarness) string {
 	switch term := h.term.(type) {
 	case *protocol.Result:
-		return term.Status
+		return string(term.Status)
 	case *protocol.Error:
 		return "failed"
 	}
@@ -748,7 +748,7 @@ func TestGateDecisions(t *testing.T) {
 				case *protocol.NodeFailed:
 					if tt.failed != "" && !ev.Retrying && strings.HasPrefix(tt.failed, ev.NodeID+" ") {
 						code, msg, _ := strings.Cut(strings.TrimPrefix(tt.failed, ev.NodeID+" "), ": ")
-						if ev.Error.Code != code || !strings.Contains(ev.Error.Message, msg) {
+						if ev.Error.Code != protocol.Code(code) || !strings.Contains(ev.Error.Message, msg) {
 							t.Errorf("%s failed with %s %q, want %s containing %q", ev.NodeID, ev.Error.Code, ev.Error.Message, code, msg)
 						}
 						tt.failed = ""

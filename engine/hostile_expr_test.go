@@ -79,7 +79,7 @@ func TestHostileExpressions(t *testing.T) {
 		wf     string
 		input  string
 		limits func(*Limits)
-		code   string
+		code   protocol.Code
 		within time.Duration
 	}{
 		{

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/runnerd/lambda-runner/protocol"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -22,7 +24,7 @@ func TestLimitsInBand(t *testing.T) {
 		limits  func(*Limits)
 		output  string // the result's output; "" when the execution fails
 		nodeID  string
-		code    string
+		code    protocol.Code
 		message string
 	}{{
 		name:    "one output over the per-node cap",
@@ -93,7 +95,7 @@ func TestLimitsInBand(t *testing.T) {
 			if tt.nodeID != "" && ee.NodeID != tt.nodeID {
 				t.Errorf("terminal error names %q, want %q", ee.NodeID, tt.nodeID)
 			}
-			if !strings.Contains(ee.Message, tt.code) || !strings.Contains(ee.Message, tt.message) {
+			if !strings.Contains(ee.Message, string(tt.code)) || !strings.Contains(ee.Message, tt.message) {
 				t.Errorf("terminal error %q, want %s and %q", ee.Message, tt.code, tt.message)
 			}
 			evs := s.failed(ee.NodeID)

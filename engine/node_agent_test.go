@@ -47,7 +47,7 @@ func TestAgentNode(t *testing.T) {
 		turns     []string // the model's replies in order; the last repeats
 		wantText  string
 		wantSteps string // steps, JSON
-		wantCode  string
+		wantCode  protocol.Code
 		wantMsg   string
 		suspended bool
 		calls     []string // tools the MCP server ran

@@ -37,11 +37,13 @@ func (failKind) Prepare(c *Compiler) Step {
 		if msg == "" {
 			msg = "failed by a fail node"
 		}
-		if code == "" {
-			code = protocol.CodeFailed
-		} else if !codePattern.MatchString(code) {
-			return nil, Errorf(protocol.CodeExpressionError, "with.code %q must be UPPER_SNAKE_CASE", code)
+		c := protocol.CodeFailed
+		if code != "" {
+			if !codePattern.MatchString(code) {
+				return nil, Errorf(protocol.CodeExpressionError, "with.code %q must be UPPER_SNAKE_CASE", code)
+			}
+			c = protocol.Code(code)
 		}
-		return nil, &NodeError{Code: code, Message: msg}
+		return nil, &NodeError{Code: c, Message: msg}
 	})
 }

@@ -79,7 +79,7 @@ func TestHTTPNode(t *testing.T) {
 		extra     string
 		loopback  bool // the operator admits 127.0.0.1/32
 		check     func(t *testing.T, out any)
-		wantCode  string
+		wantCode  protocol.Code
 		wantMsg   string
 		hits      int64
 		requests  int64

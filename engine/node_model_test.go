@@ -213,9 +213,9 @@ func TestModelNode(t *testing.T) {
 		input    string
 		models   string // runtime.models entries: {writer} and {general} are the server's
 		reply    func(n int) (int, string)
-		wantOut  string // the result output, when completed
-		wantCode string // the failing node's code, when failed
-		wantMsg  string // ... and a part of its message
+		wantOut  string        // the result output, when completed
+		wantCode protocol.Code // the failing node's code, when failed
+		wantMsg  string        // ... and a part of its message
 		check    func(t *testing.T, reqs []fakeModelRequest, out any)
 		usage    protocol.Usage // when completed
 	}{
@@ -471,7 +471,7 @@ func TestModelNodePermissions(t *testing.T) {
 		name      string
 		extra     string
 		wantCalls int
-		wantCode  string
+		wantCode  protocol.Code
 		decisions []string
 	}{
 		{"allowed", `"permissions":["model:general"]`, 1, "", []string{"m model.invoke general allow"}},

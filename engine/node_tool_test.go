@@ -126,7 +126,7 @@ func TestToolNode(t *testing.T) {
 		toolset   string // extra members of the "math" toolset entry
 		extra     string // extra request members
 		wantOut   string
-		wantCode  string // of the failing node "t"
+		wantCode  protocol.Code // of the failing node "t"
 		wantMsg   string
 		suspended bool
 		calls     []string

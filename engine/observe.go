@@ -46,7 +46,7 @@ func (c *failureCounts) list() []protocol.NodeFailures {
 	}
 	out := make([]protocol.NodeFailures, 0, len(c.m))
 	for k, n := range c.m {
-		out = append(out, protocol.NodeFailures{NodeType: k[0], Code: k[1], Count: n})
+		out = append(out, protocol.NodeFailures{NodeType: k[0], Code: protocol.Code(k[1]), Count: n})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].NodeType != out[j].NodeType {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/runnerd/lambda-runner/protocol"
+
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +17,11 @@ func TestRetryAttempts(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	tests := []struct {
 		name     string
-		node     string // the node "n", as written
-		attempts int    // node.started events for n
-		retrying []bool // node.failed events for n, in order
-		ok       bool   // the execution completes
-		code     string // the code of the last failure
+		node     string        // the node "n", as written
+		attempts int           // node.started events for n
+		retrying []bool        // node.failed events for n, in order
+		ok       bool          // the execution completes
+		code     protocol.Code // the code of the last failure
 	}{{
 		name:     "no retry policy: one attempt",
 		node:     `{"id":"n","type":"probe","with":{"failFirst":5}}`,
@@ -86,7 +88,7 @@ func TestRetryAttempts(t *testing.T) {
 			if got := failed[len(failed)-1].Error.Code; got != tt.code {
 				t.Errorf("last failure code %s, want %s", got, tt.code)
 			}
-			if ee := s.execError(t); ee.NodeID != "n" || !strings.Contains(ee.Message, tt.code) {
+			if ee := s.execError(t); ee.NodeID != "n" || !strings.Contains(ee.Message, string(tt.code)) {
 				t.Errorf("terminal error %s, want it to name n and %s", wtJSON(ee), tt.code)
 			}
 		})
@@ -230,7 +232,7 @@ func TestTimeouts(t *testing.T) {
 			for _, f := range tt.failed {
 				id, code, _ := strings.Cut(f, "=")
 				evs := s.failed(id)
-				if len(evs) == 0 || evs[len(evs)-1].Error.Code != code {
+				if len(evs) == 0 || evs[len(evs)-1].Error.Code != protocol.Code(code) {
 					t.Errorf("node.failed for %s: %s, want code %s", id, wtJSON(evs), code)
 				}
 			}

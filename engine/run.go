@@ -59,7 +59,7 @@ type graphRun struct {
 }
 
 type nodeState struct {
-	status string // "", completed, failed, skipped
+	status protocol.NodeStatus // zero until the node ends
 	output any
 	err    *NodeError
 	view   map[string]any
@@ -123,7 +123,7 @@ func (r *run) newGraphRun(g *graph, sc *scope, prefix string, depth int) *graphR
 
 // finish writes the terminal event and returns the execution's status and,
 // when it failed, the code of what ended it.
-func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status, code string) {
+func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status protocol.ExecutionStatus, code protocol.Code) {
 	dur := time.Since(r.start).Milliseconds()
 	var f *graphFailure
 	switch {
@@ -159,7 +159,7 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status, code
 		r.fail("", "cancelled: "+r.x.redact.String(err.Error()))
 		code = protocol.CodeCancelled
 	}
-	return "failed", code
+	return protocol.StatusFailed, code
 }
 
 func (r *run) fail(nodeID, msg string) {
@@ -277,7 +277,7 @@ func (gr *graphRun) execute(ctx context.Context) error {
 			ready = ready[1:]
 			if st, skip := gr.gate(ctx, i); skip {
 				gr.record(i, st)
-				if st.status == statusFailed && !g.nodes[i].continue_ {
+				if st.status == protocol.NodeStatusFailed && !g.nodes[i].continue_ {
 					failure = &graphFailure{nodeID: gr.prefix + g.nodes[i].id, err: st.err}
 					cancel()
 					break
@@ -313,7 +313,7 @@ func (gr *graphRun) execute(ctx context.Context) error {
 		case res := <-done:
 			running--
 			gr.record(res.i, res.state)
-			if res.state.status == statusFailed && !g.nodes[res.i].continue_ && failure == nil {
+			if res.state.status == protocol.NodeStatusFailed && !g.nodes[res.i].continue_ && failure == nil {
 				failure = res.fail
 				cancel()
 			}
@@ -330,15 +330,8 @@ func (gr *graphRun) execute(ctx context.Context) error {
 	return context.Cause(ctx)
 }
 
-const (
-	statusCompleted = "completed"
-	statusFailed    = "failed"
-	statusSkipped   = "skipped"
-	statusSuspended = "suspended"
-)
-
 func (gr *graphRun) record(i int, st nodeState) {
-	if st.status == statusSuspended {
+	if st.status == protocol.NodeStatusSuspended {
 		return
 	}
 	st.view = stateView(st.status, st.output, st.err)
@@ -362,16 +355,16 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 		if err != nil {
 			ne := classify(err, wctx, ctx)
 			gr.emitFailed(n, 1, 0, ne, false)
-			return nodeState{status: statusFailed, err: ne}, true
+			return nodeState{status: protocol.NodeStatusFailed, err: ne}, true
 		}
 		b, ok := v.(bool)
 		if !ok {
 			ne := whenNotBoolean(n.when.src, v)
 			gr.emitFailed(n, 1, 0, ne, false)
-			return nodeState{status: statusFailed, err: ne}, true
+			return nodeState{status: protocol.NodeStatusFailed, err: ne}, true
 		}
 		if !b {
-			return nodeState{status: statusSkipped}, true
+			return nodeState{status: protocol.NodeStatusSkipped}, true
 		}
 		return nodeState{}, false
 	}
@@ -379,11 +372,11 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 		return nodeState{}, false
 	}
 	for _, k := range n.needs {
-		if gr.states[k].status == statusCompleted {
+		if gr.states[k].status == protocol.NodeStatusCompleted {
 			return nodeState{}, false
 		}
 	}
-	return nodeState{status: statusSkipped}, true
+	return nodeState{status: protocol.NodeStatusSkipped}, true
 }
 
 // trySend takes a slot of sem if one is free, without waiting.
@@ -408,13 +401,13 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 	defer func() {
 		if p := recover(); p != nil {
 			ne := &NodeError{Code: protocol.CodeFailed, Message: fmt.Sprintf("internal error in %s node: %v", n.typ, p)}
-			st, f = nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
+			st, f = nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 		}
 	}()
 	if c := r.nodes.Add(1); c > int64(r.x.limits.MaxNodes) {
 		ne := Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes", r.x.limits.MaxNodes)
 		gr.emitFailed(n, 1, 0, ne, false)
-		return nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
+		return nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 	}
 	// maxBackoffMs caps every wait, the first one included.
 	maxBackoff := time.Duration(n.retry.MaxBackoffMs) * time.Millisecond
@@ -423,10 +416,10 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 		began := time.Now()
 		out, ne, inner := gr.attempt(ctx, n, id, attempt)
 		if ne == nil {
-			return nodeState{status: statusCompleted, output: out}, nil
+			return nodeState{status: protocol.NodeStatusCompleted, output: out}, nil
 		}
-		if ne.Code == statusSuspended {
-			return nodeState{status: statusSuspended}, nil
+		if ne.Code == codeSuspended {
+			return nodeState{status: protocol.NodeStatusSuspended}, nil
 		}
 		retry := attempt < n.retry.MaxAttempts && !noRetry[ne.Code] && ctx.Err() == nil
 		wait := jitter(backoff)
@@ -438,7 +431,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 			if inner == "" {
 				inner = id
 			}
-			return nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: inner, err: ne}
+			return nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: inner, err: ne}
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -448,7 +441,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 			ne := classify(ctx.Err(), ctx, ctx)
 			// The last event said retrying:true; say the retry is off.
 			gr.emitFailed(n, attempt, 0, ne, false)
-			return nodeState{status: statusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
+			return nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 		}
 		backoff = min(time.Duration(float64(backoff)*n.retry.Factor), maxBackoff)
 	}
@@ -491,12 +484,12 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	dur := time.Since(started).Milliseconds()
 	if err != nil {
 		if errors.Is(err, errRunSuspended) {
-			return nil, &NodeError{Code: statusSuspended}, ""
+			return nil, &NodeError{Code: codeSuspended}, ""
 		}
 		var s *suspended
 		if errors.As(err, &s) {
 			r.suspend(id, n.typ, s)
-			return nil, &NodeError{Code: statusSuspended}, ""
+			return nil, &NodeError{Code: codeSuspended}, ""
 		}
 		var f *graphFailure
 		if errors.As(err, &f) {
@@ -517,18 +510,18 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 func attemptStatus(ne *NodeError) string {
 	switch {
 	case ne == nil:
-		return statusCompleted
-	case ne.Code == statusSuspended:
-		return statusSuspended
+		return string(protocol.NodeStatusCompleted)
+	case ne.Code == codeSuspended:
+		return string(protocol.NodeStatusSuspended)
 	}
-	return statusFailed
+	return string(protocol.NodeStatusFailed)
 }
 
 func codeOf(ne *NodeError) string {
-	if ne == nil || ne.Code == statusSuspended {
+	if ne == nil || ne.Code == codeSuspended {
 		return ""
 	}
-	return ne.Code
+	return string(ne.Code)
 }
 
 // runStep runs one attempt of a Step and turns a panic into the attempt's
@@ -545,7 +538,7 @@ func runStep(ctx context.Context, n *node, call *Call) (out any, err error) {
 
 func (gr *graphRun) emitFailed(n *node, attempt int, dur int64, ne *NodeError, retrying bool) {
 	if !retrying {
-		gr.r.failed.add(n.typ, ne.Code)
+		gr.r.failed.add(n.typ, string(ne.Code))
 	}
 	_ = gr.r.sink.Emit(&protocol.NodeFailed{
 		NodeID: gr.prefix + n.id, NodeType: n.typ, Attempt: attempt, DurationMs: dur,
@@ -594,7 +587,7 @@ func (gr *graphRun) output(ctx context.Context) (any, error) {
 	}
 	out := make(map[string]any, len(g.sinks))
 	for _, i := range g.sinks {
-		if gr.states[i].status == statusCompleted {
+		if gr.states[i].status == protocol.NodeStatusCompleted {
 			out[g.nodes[i].id] = gr.states[i].output
 		}
 	}

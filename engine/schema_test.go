@@ -263,14 +263,14 @@ func TestWorkflowsDocCoversSchema(t *testing.T) {
 	for field := range s.Defs["retry"].Properties {
 		mention("retry field", field)
 	}
-	for _, code := range []string{
+	for _, code := range []protocol.Code{
 		protocol.CodeFailed, protocol.CodeExpressionError, protocol.CodeTimeout, protocol.CodeDeadlineExceeded,
 		protocol.CodeCancelled, protocol.CodePermissionDenied, protocol.CodeModelError, protocol.CodeToolError,
 		protocol.CodeHTTPBlocked, protocol.CodeHTTPError, protocol.CodeOutputTooLarge,
 		protocol.CodeMemoryBudgetExceeded, protocol.CodeLimitExceeded, protocol.CodeExecutionFailed,
 		protocol.CodeInvalidExecution,
 	} {
-		mention("error code", code)
+		mention("error code", string(code))
 	}
 	for typ := range statelessOnly {
 		mention("stateless node type", typ)

@@ -162,10 +162,12 @@ func (s *scope) limits() Limits {
 }
 
 // stateView builds the immutable expression view of an ended node.
-func stateView(status string, output any, ne *NodeError) map[string]any {
-	v := map[string]any{"status": status, "output": output, "error": nil}
+// Expressions compare plain strings, so the typed status and code are
+// converted: expr does not equate a named string type with a string.
+func stateView(status protocol.NodeStatus, output any, ne *NodeError) map[string]any {
+	v := map[string]any{"status": string(status), "output": output, "error": nil}
 	if ne != nil {
-		v["error"] = map[string]any{"code": ne.Code, "message": ne.Message}
+		v["error"] = map[string]any{"code": string(ne.Code), "message": ne.Message}
 	}
 	return v
 }

@@ -122,7 +122,7 @@ func (s *wtSink) checkOutcome(t *testing.T, output, nodeID, message string, fail
 	for _, f := range failed {
 		id, code, _ := strings.Cut(f, "=")
 		evs := s.failed(id)
-		if len(evs) == 0 || evs[len(evs)-1].Error.Code != code {
+		if len(evs) == 0 || evs[len(evs)-1].Error.Code != protocol.Code(code) {
 			t.Errorf("node.failed for %s: %s, want code %s", id, wtJSON(evs), code)
 		}
 	}
@@ -214,7 +214,8 @@ func (p *wtProbe) run(ctx context.Context, call *Call) (any, error) {
 		return ctx.Err()
 	}
 	if n, ok := asInt(w["failFirst"]); ok && call.Attempt <= n {
-		code, _ := w["code"].(string)
+		c, _ := w["code"].(string)
+		code := protocol.Code(c)
 		if code == "" {
 			code = protocol.CodeFailed
 		}

@@ -89,7 +89,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// it the engine has already ended the stream (it recovers its own).
 		if p := recover(); p != nil {
 			log.Error("panic serving request", "panic", fmt.Sprint(p))
-			writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "internal error")
+			writeError(w, protocol.CodeInternal, "internal error")
 		}
 	}()
 	if err := h.authenticate(r); err != nil {
@@ -97,12 +97,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, tokens.ErrUnavailable) {
 			log.Error("token source unavailable", "err", err)
 			w.Header().Set("Retry-After", "5")
-			writeError(w, http.StatusServiceUnavailable, protocol.CodeUnavailable, "cannot verify credentials right now; try again")
+			writeError(w, protocol.CodeUnavailable, "cannot verify credentials right now; try again")
 			return
 		}
 		log.Info("unauthorized", "path", r.URL.Path, "reason", err.Error())
 		w.Header().Set("WWW-Authenticate", `Bearer realm="runner"`)
-		writeError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "missing or invalid bearer token")
+		writeError(w, protocol.CodeUnauthorized, "missing or invalid bearer token")
 		return
 	}
 	switch routePath(r.URL.Path) {
@@ -123,7 +123,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.execute(w, r, log, arrived)
 	default:
 		refuseBody(w, r)
-		writeError(w, http.StatusNotFound, protocol.CodeNotFound, fmt.Sprintf("no route %s; this runner serves %s and %s", r.URL.Path, protocol.PathCapabilities, protocol.PathExecutions))
+		writeError(w, protocol.CodeNotFound, fmt.Sprintf("no route %s; this runner serves %s and %s", r.URL.Path, protocol.PathCapabilities, protocol.PathExecutions))
 	}
 }
 
@@ -174,14 +174,16 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		var ne net.Error
 		switch {
 		case errors.As(err, &tooLarge):
-			writeError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidExecution, fmt.Sprintf("request body exceeds %d bytes", limit))
+			status, body := protocol.BodyTooLarge(limit)
+			writeJSON(w, status, body)
 			return
 		case errors.As(err, &ne) && ne.Timeout():
 			log.Info("request body too slow", "timeoutMs", timeout.Milliseconds())
-			writeError(w, http.StatusRequestTimeout, protocol.CodeInvalidExecution, fmt.Sprintf("request body not received within %v", timeout))
+			status, body := protocol.BodyTooSlow(timeout)
+			writeJSON(w, status, body)
 			return
 		}
-		writeError(w, http.StatusBadRequest, protocol.CodeInvalidExecution, "cannot read request body")
+		writeError(w, protocol.CodeInvalidExecution, "cannot read request body")
 		return
 	}
 	if deadline {
@@ -196,7 +198,8 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 			inv = protocol.Invalidf("", "%v", err)
 		}
 		log.Info("invalid execution", "problems", len(inv.Details), "paths", problemPaths(inv.Details))
-		writeJSON(w, http.StatusBadRequest, inv.Response())
+		resp := inv.Response()
+		writeJSON(w, protocol.HTTPStatus(resp.Error.Code), resp)
 		return
 	}
 
@@ -323,15 +326,17 @@ func refuseBody(w http.ResponseWriter, r *http.Request) {
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	writeError(w, http.StatusMethodNotAllowed, protocol.CodeMethodNotAllowed, "method not allowed; use "+allow)
+	writeError(w, protocol.CodeMethodNotAllowed, "method not allowed; use "+allow)
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, protocol.NewErrorResponse(code, msg))
+// writeError answers with an error body; protocol.HTTPStatus chooses the
+// status from the code.
+func writeError(w http.ResponseWriter, code protocol.Code, msg string) {
+	writeJSON(w, protocol.HTTPStatus(code), protocol.NewErrorResponse(code, msg))
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, body protocol.ErrorResponse) {
 	w.Header().Set("Content-Type", protocol.ContentTypeJSON)
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(body)
 }

@@ -97,7 +97,7 @@ func serve(h http.Handler, method, path, auth string, body io.Reader) *httptest.
 
 // errorBody checks that rec is a JSON error response with status and code,
 // and returns its body.
-func errorBody(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) protocol.ErrorResponse {
+func errorBody(t *testing.T, rec *httptest.ResponseRecorder, status int, code protocol.Code) protocol.ErrorResponse {
 	t.Helper()
 	if rec.Code != status {
 		t.Errorf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
@@ -122,18 +122,18 @@ func errorBody(t *testing.T, rec *httptest.ResponseRecorder, status int, code st
 
 // event is one NDJSON line as a client decodes it.
 type event struct {
-	Version     int             `json:"version"`
-	Type        string          `json:"type"`
-	ExecutionID string          `json:"executionId"`
-	At          string          `json:"at"`
-	NodeID      string          `json:"nodeId"`
-	Input       json.RawMessage `json:"input"`
-	Status      string          `json:"status"`
-	Output      json.RawMessage `json:"output"`
+	Version     int                      `json:"version"`
+	Type        string                   `json:"type"`
+	ExecutionID string                   `json:"executionId"`
+	At          string                   `json:"at"`
+	NodeID      string                   `json:"nodeId"`
+	Input       json.RawMessage          `json:"input"`
+	Status      protocol.ExecutionStatus `json:"status"`
+	Output      json.RawMessage          `json:"output"`
 	Error       struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		NodeID  string `json:"nodeId"`
+		Code    protocol.Code `json:"code"`
+		Message string        `json:"message"`
+		NodeID  string        `json:"nodeId"`
 	} `json:"error"`
 	line string
 }
@@ -387,7 +387,7 @@ func TestRoutes(t *testing.T) {
 	tests := []struct {
 		method, path string
 		status       int
-		code         string
+		code         protocol.Code
 		allow        string
 	}{
 		{http.MethodGet, "/v1/other", http.StatusNotFound, protocol.CodeNotFound, ""},

@@ -5,35 +5,6 @@ import (
 	"strings"
 )
 
-// Error codes of error bodies (before acceptance) and of the terminal error
-// event (after acceptance).
-const (
-	CodeUnauthorized     = "UNAUTHORIZED"
-	CodeInvalidExecution = "INVALID_EXECUTION"
-	CodeNotFound         = "NOT_FOUND"
-	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
-	CodeUnavailable      = "UNAVAILABLE"
-	CodeInternal         = "INTERNAL"
-	CodeExecutionFailed  = "EXECUTION_FAILED"
-)
-
-// Node error codes, carried by node.failed and by nodes.<id>.error.
-const (
-	CodeFailed               = "FAILED"
-	CodeExpressionError      = "EXPRESSION_ERROR"
-	CodeTimeout              = "TIMEOUT"
-	CodeDeadlineExceeded     = "DEADLINE_EXCEEDED"
-	CodeCancelled            = "CANCELLED"
-	CodePermissionDenied     = "PERMISSION_DENIED"
-	CodeModelError           = "MODEL_ERROR"
-	CodeToolError            = "TOOL_ERROR"
-	CodeHTTPBlocked          = "HTTP_BLOCKED"
-	CodeHTTPError            = "HTTP_ERROR"
-	CodeOutputTooLarge       = "OUTPUT_TOO_LARGE"
-	CodeMemoryBudgetExceeded = "MEMORY_BUDGET_EXCEEDED"
-	CodeLimitExceeded        = "LIMIT_EXCEEDED"
-)
-
 // ErrorResponse is the JSON body of every non-2xx response.
 type ErrorResponse struct {
 	Version int       `json:"version"`
@@ -43,7 +14,7 @@ type ErrorResponse struct {
 // ErrorBody describes what went wrong; Details point at the offending
 // fields of the request.
 type ErrorBody struct {
-	Code    string   `json:"code"`
+	Code    Code     `json:"code"`
 	Message string   `json:"message"`
 	Details []Detail `json:"details,omitempty"`
 }
@@ -120,6 +91,6 @@ func (d Detail) String() string {
 }
 
 // NewErrorResponse returns an error body without details.
-func NewErrorResponse(code, message string) ErrorResponse {
+func NewErrorResponse(code Code, message string) ErrorResponse {
 	return ErrorResponse{Version: Version, Error: ErrorBody{Code: code, Message: message}}
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // marshal encodes v as it goes on the wire.
@@ -126,8 +127,9 @@ func TestDecodeRequestResponseBytes(t *testing.T) {
 
 func TestNewErrorResponseBytes(t *testing.T) {
 	tests := []struct {
-		code, message string
-		want          string
+		code    Code
+		message string
+		want    string
 	}{
 		{CodeUnauthorized, "missing bearer token", `{"version":1,"error":{"code":"UNAUTHORIZED","message":"missing bearer token"}}`},
 		{CodeInvalidExecution, "request body exceeds 1048576 bytes", `{"version":1,"error":{"code":"INVALID_EXECUTION","message":"request body exceeds 1048576 bytes"}}`},
@@ -137,7 +139,7 @@ func TestNewErrorResponseBytes(t *testing.T) {
 		{CodeInternal, `say "hi"`, `{"version":1,"error":{"code":"INTERNAL","message":"say \"hi\""}}`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.code, func(t *testing.T) {
+		t.Run(string(tt.code), func(t *testing.T) {
 			if got := marshal(t, NewErrorResponse(tt.code, tt.message)); got != tt.want {
 				t.Errorf("NewErrorResponse body mismatch\n got: %s\nwant: %s", got, tt.want)
 			}
@@ -186,5 +188,39 @@ func TestParseCapability(t *testing.T) {
 				t.Errorf("ParseCapability(%q) = %q, %q; want %q, %q", tt.in, action, resource, tt.wantAction, tt.wantResource)
 			}
 		})
+	}
+}
+
+// TestHTTPStatus pins the one code-to-status mapping the handler and the
+// Lambda adapter share, and the 413 exception for bodies over the limit.
+func TestHTTPStatus(t *testing.T) {
+	tests := []struct {
+		code Code
+		want int
+	}{
+		{CodeInvalidExecution, 400},
+		{CodeUnauthorized, 401},
+		{CodeNotFound, 404},
+		{CodeMethodNotAllowed, 405},
+		{CodeInternal, 500},
+		{CodeUnavailable, 503},
+		{CodeExecutionFailed, 500},
+		{CodeFailed, 500},
+		{Code("NO_SUCH_CODE"), 500},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.code), func(t *testing.T) {
+			if got := HTTPStatus(tt.code); got != tt.want {
+				t.Errorf("HTTPStatus(%s) = %d, want %d", tt.code, got, tt.want)
+			}
+		})
+	}
+	status, body := BodyTooLarge(1 << 20)
+	if status != 413 || body.Error.Code != CodeInvalidExecution || body.Error.Message != "request body exceeds 1048576 bytes" {
+		t.Errorf("BodyTooLarge = %d %+v, want 413 INVALID_EXECUTION", status, body)
+	}
+	status, body = BodyTooSlow(10 * time.Second)
+	if status != 408 || body.Error.Code != CodeInvalidExecution || body.Error.Message != "request body not received within 10s" {
+		t.Errorf("BodyTooSlow = %d %+v, want 408 INVALID_EXECUTION", status, body)
 	}
 }

@@ -14,12 +14,6 @@ const (
 	TypeError              = "error"
 )
 
-// Result statuses.
-const (
-	StatusCompleted = "completed"
-	StatusSuspended = "suspended"
-)
-
 // Header is the part every event shares. The Writer fills it in; callers
 // leave it zero.
 type Header struct {
@@ -82,7 +76,7 @@ type NodeFailed struct {
 
 // NodeError is a node's failure: a code for programs, a message for people.
 type NodeError struct {
-	Code    string `json:"code"`
+	Code    Code   `json:"code"`
 	Message string `json:"message"`
 }
 
@@ -116,7 +110,7 @@ type PermissionDecision struct {
 // Result is the terminal event of an execution that completed or suspended.
 type Result struct {
 	Header
-	Status     string          `json:"status"`
+	Status     ExecutionStatus `json:"status"`
 	Output     json.RawMessage `json:"output"`
 	Usage      Usage           `json:"usage"`
 	DurationMs int64           `json:"durationMs"`
@@ -148,7 +142,7 @@ type Error struct {
 // ExecutionError is the body of the terminal error event; Code is always
 // EXECUTION_FAILED and NodeID names the node at fault, if one is.
 type ExecutionError struct {
-	Code    string `json:"code"`
+	Code    Code   `json:"code"`
 	Message string `json:"message"`
 	NodeID  string `json:"nodeId,omitempty"`
 }

@@ -7,11 +7,11 @@ import "time"
 // the engine that fills it and the telemetry that reports it.
 type Summary struct {
 	ExecutionID string
-	Status      string // completed, suspended or failed
+	Status      ExecutionStatus
 	// Code is why a failed execution ended: the code of the node failure
 	// that ended it, DEADLINE_EXCEEDED when it ran out of time, else
 	// EXECUTION_FAILED. Empty unless Status is failed.
-	Code     string
+	Code     Code
 	Nodes    int64
 	Duration time.Duration
 	// Accepted is the time from the request's arrival to the accepted
@@ -26,6 +26,6 @@ type Summary struct {
 // NodeFailures is a count of final node failures of one type and code.
 type NodeFailures struct {
 	NodeType string
-	Code     string
+	Code     Code
 	Count    int64
 }

@@ -45,7 +45,7 @@ func TestDialGuard(t *testing.T) {
 			resp, err := c.Do(t.Context(), &Request{URL: tt.url})
 			hits := srv.hits.Load() - before
 			if tt.blocked != "" {
-				wantError(t, err, CodeBlocked, tt.blocked)
+				wantError(t, err, protocol.CodeHTTPBlocked, tt.blocked)
 				if hits != 0 {
 					t.Errorf("server saw %d requests, want 0", hits)
 				}
@@ -86,7 +86,7 @@ func TestRedirectToRefusedAddress(t *testing.T) {
 			c := newClient(t, protocol.HTTPPolicy{}, tt.opts)
 			resp, err := c.Do(t.Context(), &Request{URL: outer.URL + "/start"})
 			if tt.blocked {
-				wantError(t, err, CodeBlocked, "http://"+inner.Listener.Addr().String()+"/inner refused", "loopback address")
+				wantError(t, err, protocol.CodeHTTPBlocked, "http://"+inner.Listener.Addr().String()+"/inner refused", "loopback address")
 			} else if err != nil || resp.Status != 200 {
 				t.Fatalf("Do = %v, %v; want 200", resp, err)
 			}
@@ -144,7 +144,7 @@ func TestRedirectLimit(t *testing.T) {
 			c := newClient(t, protocol.HTTPPolicy{MaxRedirects: tt.policy}, Options{AllowPrefixes: allow127, MaxRedirects: tt.opts})
 			resp, err := c.Do(t.Context(), &Request{URL: fmt.Sprintf("%s/to/%d", srv.URL, tt.start)})
 			if tt.err != "" {
-				wantError(t, err, CodeError, tt.err)
+				wantError(t, err, protocol.CodeHTTPError, tt.err)
 			} else if err != nil {
 				t.Fatalf("Do: %v", err)
 			} else if resp.Status != tt.status {
@@ -173,7 +173,7 @@ func TestMaxRequests(t *testing.T) {
 				t.Fatalf("request %d: %v", i, err)
 			}
 			if i == 2 {
-				wantError(t, err, CodeBlocked, "maxRequests (2) reached")
+				wantError(t, err, protocol.CodeHTTPBlocked, "maxRequests (2) reached")
 			}
 		}
 		if got := srv.hits.Load() - before; got != 2 {
@@ -184,7 +184,7 @@ func TestMaxRequests(t *testing.T) {
 		before := srv.hits.Load()
 		c := newClient(t, protocol.HTTPPolicy{MaxRequests: 2}, loopbackOpts)
 		_, err := c.Do(t.Context(), &Request{URL: srv.URL + "/to/2"})
-		wantError(t, err, CodeBlocked, "redirect refused: maxRequests (2) reached")
+		wantError(t, err, protocol.CodeHTTPBlocked, "redirect refused: maxRequests (2) reached")
 		if got := srv.hits.Load() - before; got != 2 {
 			t.Errorf("server saw %d requests, want 2", got)
 		}
@@ -195,7 +195,7 @@ func TestMaxRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := c.Do(t.Context(), &Request{URL: srv.URL + "/to/0"})
-		wantError(t, err, CodeBlocked, "the runner's maxRequests limit (1) reached")
+		wantError(t, err, protocol.CodeHTTPBlocked, "the runner's maxRequests limit (1) reached")
 	})
 	t.Run("concurrent", func(t *testing.T) {
 		before := srv.hits.Load()
@@ -212,7 +212,7 @@ func TestMaxRequests(t *testing.T) {
 				switch {
 				case err == nil:
 					okCount++
-				case errors.As(err, &e) && e.Code == CodeBlocked:
+				case errors.As(err, &e) && e.Code == protocol.CodeHTTPBlocked:
 					blockedCount++
 				default:
 					t.Errorf("Do: %v", err)
@@ -262,7 +262,7 @@ func TestResponseSizeCap(t *testing.T) {
 			c := newClient(t, protocol.HTTPPolicy{MaxResponseBytes: tt.policy}, Options{AllowPrefixes: allow127, MaxResponseBytes: tt.opts})
 			resp, err := c.Do(t.Context(), &Request{URL: fmt.Sprintf("%s%s?n=%d", srv.URL, tt.path, tt.n), ResponseType: ResponseText})
 			if tt.err != "" {
-				wantError(t, err, CodeError, tt.err)
+				wantError(t, err, protocol.CodeHTTPError, tt.err)
 				return
 			}
 			if err != nil {
@@ -330,7 +330,7 @@ func TestTimeout(t *testing.T) {
 					t.Fatalf("error = %v, want one wrapping %v", err, tt.ctxErr)
 				}
 			} else {
-				wantError(t, err, CodeError, tt.want)
+				wantError(t, err, protocol.CodeHTTPError, tt.want)
 			}
 			if strings.Contains(err.Error(), "hidden") {
 				t.Errorf("message %q shows the query", err)
@@ -383,7 +383,7 @@ func TestBoundSecrets(t *testing.T) {
 				t.Errorf("other host saw %d requests, want %d", got, tt.hits)
 			}
 			if tt.blocked != "" {
-				wantError(t, err, CodeBlocked, tt.blocked)
+				wantError(t, err, protocol.CodeHTTPBlocked, tt.blocked)
 				if strings.Contains(err.Error(), secret) {
 					t.Errorf("message %q reveals the secret", err)
 				}
@@ -500,7 +500,7 @@ func TestResponseTyping(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, err := c.Do(t.Context(), &Request{URL: srv.URL + "/", Query: map[string]any{"ct": tt.ct, "body": tt.body}, ResponseType: tt.rt})
 			if tt.err != "" {
-				wantError(t, err, CodeError, tt.err)
+				wantError(t, err, protocol.CodeHTTPError, tt.err)
 				return
 			}
 			if err != nil {
@@ -589,16 +589,16 @@ func TestRequestRefusals(t *testing.T) {
 	tests := []struct {
 		name string
 		req  Request
-		code string
+		code protocol.Code
 		want string
 	}{
-		{"host header", Request{URL: "http://api.example.com/", Headers: map[string]string{"Host": "internal.example.com"}}, CodeBlocked, "Host header cannot be set"},
-		{"header injection", Request{URL: "http://api.example.com/", Headers: map[string]string{"X-Key": secret + "\r\nX-Evil: 1"}}, CodeError, "header X-Key: value contains control characters"},
-		{"bad header name", Request{URL: "http://api.example.com/", Headers: map[string]string{"X Key": secret}}, CodeError, `header name "X Key" is not valid`},
-		{"bad method", Request{Method: "GE T", URL: "http://api.example.com/"}, CodeError, "invalid HTTP method"},
-		{"connect", Request{Method: "connect", URL: "http://api.example.com/"}, CodeBlocked, "CONNECT is not supported"},
-		{"unencodable body", Request{Method: "POST", URL: "http://api.example.com/", Body: map[string]any{"f": func() {}}}, CodeError, "cannot be encoded as JSON"},
-		{"query object", Request{URL: "http://api.example.com/", Query: map[string]any{"q": map[string]any{"k": secret}}}, CodeError, `query parameter "q"`},
+		{"host header", Request{URL: "http://api.example.com/", Headers: map[string]string{"Host": "internal.example.com"}}, protocol.CodeHTTPBlocked, "Host header cannot be set"},
+		{"header injection", Request{URL: "http://api.example.com/", Headers: map[string]string{"X-Key": secret + "\r\nX-Evil: 1"}}, protocol.CodeHTTPError, "header X-Key: value contains control characters"},
+		{"bad header name", Request{URL: "http://api.example.com/", Headers: map[string]string{"X Key": secret}}, protocol.CodeHTTPError, `header name "X Key" is not valid`},
+		{"bad method", Request{Method: "GE T", URL: "http://api.example.com/"}, protocol.CodeHTTPError, "invalid HTTP method"},
+		{"connect", Request{Method: "connect", URL: "http://api.example.com/"}, protocol.CodeHTTPBlocked, "CONNECT is not supported"},
+		{"unencodable body", Request{Method: "POST", URL: "http://api.example.com/", Body: map[string]any{"f": func() {}}}, protocol.CodeHTTPError, "cannot be encoded as JSON"},
+		{"query object", Request{URL: "http://api.example.com/", Query: map[string]any{"q": map[string]any{"k": secret}}}, protocol.CodeHTTPError, `query parameter "q"`},
 	}
 	c := newClient(t, protocol.HTTPPolicy{}, Options{})
 	for _, tt := range tests {
@@ -646,15 +646,15 @@ func TestErrorsHideSecrets(t *testing.T) {
 		opts   Options
 		url    string
 		rt     string
-		code   string
+		code   protocol.Code
 		want   string
 	}{
-		{"connection refused", protocol.HTTPPolicy{}, loopbackOpts, closedURL, "", CodeError, "/closed failed: connect: connection refused"},
-		{"garbage response", protocol.HTTPPolicy{}, loopbackOpts, garbage.URL + "/g", "", CodeError, "/g failed"},
-		{"guard", protocol.HTTPPolicy{}, Options{}, big.URL + "/b", "", CodeBlocked, "/b refused"},
-		{"allowHosts", protocol.HTTPPolicy{AllowHosts: []string{"api.example.com"}}, loopbackOpts, big.URL + "/b", "", CodeBlocked, "not in allowHosts"},
-		{"size", protocol.HTTPPolicy{MaxResponseBytes: 5}, loopbackOpts, big.URL + "/b", "", CodeError, "exceeds maxResponseBytes (5)"},
-		{"bad json", protocol.HTTPPolicy{}, loopbackOpts, big.URL + "/b", ResponseJSON, CodeError, "not valid JSON"},
+		{"connection refused", protocol.HTTPPolicy{}, loopbackOpts, closedURL, "", protocol.CodeHTTPError, "/closed failed: connect: connection refused"},
+		{"garbage response", protocol.HTTPPolicy{}, loopbackOpts, garbage.URL + "/g", "", protocol.CodeHTTPError, "/g failed"},
+		{"guard", protocol.HTTPPolicy{}, Options{}, big.URL + "/b", "", protocol.CodeHTTPBlocked, "/b refused"},
+		{"allowHosts", protocol.HTTPPolicy{AllowHosts: []string{"api.example.com"}}, loopbackOpts, big.URL + "/b", "", protocol.CodeHTTPBlocked, "not in allowHosts"},
+		{"size", protocol.HTTPPolicy{MaxResponseBytes: 5}, loopbackOpts, big.URL + "/b", "", protocol.CodeHTTPError, "exceeds maxResponseBytes (5)"},
+		{"bad json", protocol.HTTPPolicy{}, loopbackOpts, big.URL + "/b", ResponseJSON, protocol.CodeHTTPError, "not valid JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,23 +2,17 @@ package egress
 
 import (
 	"fmt"
-)
 
-// Error codes carried by *Error; they are the node error codes of the
-// workflow http node.
-const (
-	// CodeBlocked: a rule (URL, policy, bound secret, address guard)
-	// refused the request.
-	CodeBlocked = "HTTP_BLOCKED"
-	// CodeError: the request was allowed but failed (transport, timeout,
-	// limits, undecodable body).
-	CodeError = "HTTP_ERROR"
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // Error is a failure to report on the node. Message is safe to show: it
-// never contains header values, query values or bodies.
+// never contains header values, query values or bodies. Code is
+// protocol.CodeHTTPBlocked when a rule (URL, policy, bound secret, address
+// guard) refused the request, protocol.CodeHTTPError when the request was
+// allowed but failed (transport, timeout, limits, undecodable body).
 type Error struct {
-	Code    string
+	Code    protocol.Code
 	Message string
 }
 
@@ -26,9 +20,9 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 func blocked(format string, args ...any) *Error {
-	return &Error{Code: CodeBlocked, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: protocol.CodeHTTPBlocked, Message: fmt.Sprintf(format, args...)}
 }
 
 func failed(format string, args ...any) *Error {
-	return &Error{Code: CodeError, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: protocol.CodeHTTPError, Message: fmt.Sprintf(format, args...)}
 }

@@ -82,7 +82,7 @@ func newClient(t *testing.T, p protocol.HTTPPolicy, o Options) *Client {
 
 // wantError checks that err is an *Error with code and a message holding
 // every fragment.
-func wantError(t *testing.T, err error, code string, fragments ...string) {
+func wantError(t *testing.T, err error, code protocol.Code, fragments ...string) {
 	t.Helper()
 	var e *Error
 	if !errors.As(err, &e) {

@@ -111,7 +111,7 @@ func TestHostAndMethodPolicy(t *testing.T) {
 				},
 			})
 			if tt.blocked != "" {
-				wantError(t, err, CodeBlocked, tt.blocked)
+				wantError(t, err, protocol.CodeHTTPBlocked, tt.blocked)
 				if len(hosts) != 0 {
 					t.Errorf("Authorize called with %q for a request the policy refuses", hosts)
 				}

@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"github.com/runnerd/lambda-runner/protocol"
+
 	"net/url"
 	"strings"
 	"testing"
@@ -9,24 +11,24 @@ import (
 func TestTargetRefusals(t *testing.T) {
 	tests := []struct {
 		url  string
-		code string
+		code protocol.Code
 		want string
 	}{
-		{"ftp://files.example.com/x", CodeBlocked, `scheme "ftp" is not allowed`},
-		{"file:///etc/passwd", CodeBlocked, `scheme "file" is not allowed`},
-		{"gopher://127.0.0.1:6379/_", CodeBlocked, "only http and https"},
-		{"https://user:hunter2@api.example.com/", CodeBlocked, "userinfo is not allowed"},
-		{"https://user@api.example.com/", CodeBlocked, "userinfo is not allowed"},
-		{"//api.example.com/x", CodeError, "must be absolute"},
-		{"/relative", CodeError, "must be absolute"},
-		{"http:api.example.com", CodeError, "must have //host"},
-		{"http:///path", CodeError, "no host"},
-		{"http://api.example.com:0/", CodeError, "bad port"},
-		{"http://api.example.com:70000/", CodeError, "bad port"},
-		{"http://bücher.example/", CodeError, "must be ASCII"},
-		{"http://a..b/", CodeError, "host must be"},
-		{"http://[fe80::1%25eth0]/", CodeError, "zones"},
-		{"http://exa mple.com/?token=hunter2", CodeError, "invalid URL"},
+		{"ftp://files.example.com/x", protocol.CodeHTTPBlocked, `scheme "ftp" is not allowed`},
+		{"file:///etc/passwd", protocol.CodeHTTPBlocked, `scheme "file" is not allowed`},
+		{"gopher://127.0.0.1:6379/_", protocol.CodeHTTPBlocked, "only http and https"},
+		{"https://user:hunter2@api.example.com/", protocol.CodeHTTPBlocked, "userinfo is not allowed"},
+		{"https://user@api.example.com/", protocol.CodeHTTPBlocked, "userinfo is not allowed"},
+		{"//api.example.com/x", protocol.CodeHTTPError, "must be absolute"},
+		{"/relative", protocol.CodeHTTPError, "must be absolute"},
+		{"http:api.example.com", protocol.CodeHTTPError, "must have //host"},
+		{"http:///path", protocol.CodeHTTPError, "no host"},
+		{"http://api.example.com:0/", protocol.CodeHTTPError, "bad port"},
+		{"http://api.example.com:70000/", protocol.CodeHTTPError, "bad port"},
+		{"http://bücher.example/", protocol.CodeHTTPError, "must be ASCII"},
+		{"http://a..b/", protocol.CodeHTTPError, "host must be"},
+		{"http://[fe80::1%25eth0]/", protocol.CodeHTTPError, "zones"},
+		{"http://exa mple.com/?token=hunter2", protocol.CodeHTTPError, "invalid URL"},
 	}
 	for _, tt := range tests {
 		c := newClient(t, protocol0(), Options{})
@@ -81,7 +83,7 @@ func TestAppendQuery(t *testing.T) {
 			u, _ := url.Parse(tt.url)
 			err := appendQuery(u, tt.query)
 			if tt.err != "" {
-				wantError(t, err, CodeError, tt.err)
+				wantError(t, err, protocol.CodeHTTPError, tt.err)
 				if strings.Contains(err.Error(), "secret-v") {
 					t.Errorf("message %q leaks a query value", err)
 				}

@@ -215,7 +215,7 @@ func invocationHandler(h http.Handler, logger *slog.Logger) http.Handler {
 				logger.ErrorContext(r.Context(), "panic serving Lambda request", "panic", fmt.Sprint(p))
 				if !gw.wrote {
 					gw.Header().Set("Content-Type", protocol.ContentTypeJSON)
-					gw.WriteHeader(http.StatusInternalServerError)
+					gw.WriteHeader(protocol.HTTPStatus(protocol.CodeInternal))
 					_ = json.NewEncoder(gw).Encode(protocol.NewErrorResponse(protocol.CodeInternal, "internal error"))
 				}
 			}

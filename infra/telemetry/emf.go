@@ -143,7 +143,7 @@ func (m *Metrics) OnExecution(ctx context.Context, s protocol.Summary) {
 	l := executionLine{
 		AWS:          m.meta(now, executionMetrics, []string{DimFunctionName, DimStatus}, []string{DimFunctionName}),
 		FunctionName: fn,
-		Status:       status,
+		Status:       string(status),
 		Executions:   1,
 		// Microsecond resolution: most set-only executions take well
 		// under a millisecond, which a whole number would show as 0.
@@ -155,7 +155,7 @@ func (m *Metrics) OnExecution(ctx context.Context, s protocol.Summary) {
 		ModelCalls:       s.Usage.ModelCalls,
 		ToolCalls:        s.Usage.ToolCalls,
 		HTTPRequests:     s.Usage.HTTPRequests,
-		Code:             s.Code,
+		Code:             string(s.Code),
 		ExecutionID:      s.ExecutionID,
 		RequestID:        rid,
 	}
@@ -169,7 +169,7 @@ func (m *Metrics) OnExecution(ctx context.Context, s protocol.Summary) {
 	for _, f := range s.Failures {
 		lines = append(lines, nodeFailureLine{
 			AWS:          m.meta(now, []emfMetric{{MetricNodeFailures, "Count"}}, []string{DimFunctionName, DimNodeType, DimCode}),
-			FunctionName: fn, NodeType: f.NodeType, Code: f.Code, NodeFailures: f.Count,
+			FunctionName: fn, NodeType: f.NodeType, Code: string(f.Code), NodeFailures: f.Count,
 			ExecutionID: s.ExecutionID, RequestID: rid,
 		})
 	}
