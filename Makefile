@@ -37,8 +37,11 @@ test: $(BIN)/bootstrap-local
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-## build: the Lambda bootstrap (linux/arm64), as SAM deploys it
-build: $(BIN)/bootstrap
+## build: the Lambda bootstrap (linux/arm64), as SAM deploys it, and runnerctl for this machine
+build: $(BIN)/bootstrap $(BIN)/runnerctl
+
+$(BIN)/runnerctl: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ ./cmd/runnerctl
 
 $(BIN)/bootstrap: FORCE
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
