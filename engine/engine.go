@@ -88,7 +88,8 @@ type prep struct {
 	children    map[string]*graph
 	nodes       int
 	svc         prepServices
-	limits      Limits // the engine's, defaults applied
+	limits      Limits      // the engine's, defaults applied
+	input       *inputShape // the input schema of the document being compiled
 }
 
 // Prepare checks an execution request before acceptance. The error is a
@@ -171,6 +172,13 @@ func (x *Execution) discard() {
 
 // compileDocument compiles a top-level or child workflow document.
 func (p *prep) compileDocument(path string, doc *document) *graph {
+	// Expressions are checked against this document's input schema; a
+	// child workflow compiled meanwhile has its own.
+	defer func(saved *inputShape) { p.input = saved }(p.input)
+	p.input = nil
+	if len(doc.Input) <= p.limits.MaxSchemaBytes {
+		p.input = newInputShape(doc.Input)
+	}
 	g := p.compileGraph(path+".nodes", doc.Nodes, nil, false)
 	if g == nil {
 		return nil
@@ -189,7 +197,7 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 		for i, n := range g.nodes {
 			all[i] = n.id
 		}
-		sc := &exprScope{visible: g.has, ancestors: func() []string { return all }}
+		sc := &exprScope{visible: g.has, ancestors: func() []string { return all }, input: p.input}
 		g.output = compileTemplate(path+".output", v, sc, p.d)
 		g.hasOutput = true
 	}

@@ -19,6 +19,9 @@ type exprScope struct {
 	// ancestors lists the visible ids, for expressions that index nodes
 	// dynamically.
 	ancestors func() []string
+	// input, when not nil, is what the workflow's input schema declares:
+	// input.<name> references are checked against it.
+	input *inputShape
 	// item is true inside a map sub-graph (item and index are in scope).
 	item bool
 	// secrets, when not nil, are the secret names usable here (HTTP node

@@ -118,6 +118,7 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 func (p *prep) compileNode(g *graph, i int, nd nodeDoc, outer *exprScope, item bool) {
 	n := g.nodes[i]
 	sc := &exprScope{
+		input:     p.input,
 		visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.visible(id) },
 		ancestors: func() []string { return g.ancestorIDs(i, outer) },
 		item:      item,

@@ -58,7 +58,8 @@ func (mapKind) Prepare(c *Compiler) Step {
 				}
 				return ids
 			},
-			item: true,
+			item:  true,
+			input: outer.input,
 		}
 		s.output = compileTemplate(c.Path("output"), v, sc, c.p.d)
 		s.hasOutput = true

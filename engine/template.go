@@ -138,6 +138,9 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 			errs.add(path.String(), "%v", err)
 			return literal{s}
 		}
+		if sc.input != nil {
+			sc.input.check(path.String(), e, errs)
+		}
 		t.note(e)
 		lits = append(lits, cur.String())
 		cur.Reset()
@@ -178,6 +181,7 @@ func compileWhen(path, src string, sc *exprScope, errs *detailList) *expression 
 		errs.add(path, "%v", err)
 		return nil
 	}
+	sc.input.check(path, e, errs)
 	if e.typ != nil && e.typ.Kind() != reflect.Bool && e.typ.Kind() != reflect.Interface {
 		errs.add(path, "when %q gives %s, not a boolean (compare it, e.g. with == or !=)", src, typeWords(e.typ))
 		return nil

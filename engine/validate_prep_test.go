@@ -79,3 +79,47 @@ func TestValidatePositions(t *testing.T) {
 		})
 	}
 }
+
+func TestInputReferences(t *testing.T) {
+	tests := []struct {
+		name, schema, expr string
+		want               string // "" : no problem
+		warning            bool
+	}{
+		{"declared", `{"properties":{"priority":{}}}`, "input.priority == 'high'", "", false},
+		{"closed, misspelled", `{"properties":{"priority":{}},"additionalProperties":false}`, "input.prioirty == 'high'",
+			`input.prioirty is not a property of the workflow's input schema, which allows no others (additionalProperties: false) (did you mean "priority"?)`, false},
+		{"open, misspelled", `{"type":"object","properties":{"priority":{}}}`, "input.prioirty == 'high'",
+			`input.prioirty is not declared by the workflow's input schema (did you mean "priority"?)`, true},
+		{"no properties said", `{"type":"object"}`, "input.anything", "", false},
+		{"no schema", ``, "input.anything", "", false},
+		{"indexed dynamically", `{"properties":{"a":{}},"additionalProperties":false}`, "input['a']", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			input := ""
+			if tt.schema != "" {
+				input = `"input":` + tt.schema + `,`
+			}
+			doc := `{` + input + `"nodes":[{"id":"a","type":"set","when":"` + tt.expr + `","with":{"value":"${{ ` + tt.expr + ` }}"}}]}`
+			got := New(DefaultLimits()).Validate([]byte(doc))
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("unexpected %+v", got)
+				}
+				return
+			}
+			for _, path := range []string{"nodes[0].when", "nodes[0].with.value"} {
+				found := false
+				for _, p := range got {
+					if p.Path == path && strings.Contains(p.Message, tt.want) && p.Warning == tt.warning && p.Line == 1 {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no %s at %s (warning %v) in %+v", tt.want, path, tt.warning, got)
+				}
+			}
+		})
+	}
+}
