@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/runnerd/lambda-runner/protocol"
+	"github.com/runnerd/lambda-runner/redact"
+)
+
+// Hostile secrets: an author places a host-bound secret where the runner
+// transforms it before showing it — a URL host (lower-cased by parsing), a
+// path or query (percent-encoded, by the runner or by a server echoing it
+// back in its own hex case or '+' form) — or a toolset server quotes only
+// the credential part of a "Bearer …" header. No form of any secret may
+// appear in the stream or in the logs (the audit log of permission
+// decisions included), and each case shows the secret did come back, as
+// [REDACTED], so that it cannot pass by echoing nothing. Helpers are
+// prefixed secrets.
+
+// secretsForms returns the forms of s a leak would take.
+func secretsForms(s string) []string {
+	q := url.QueryEscape(s)
+	p := url.PathEscape(s)
+	esc, _ := json.Marshal(s)
+	forms := []string{s, strings.ToLower(s), strings.ToUpper(s), q, p,
+		strings.ToLower(q), strings.ToLower(p), strings.ReplaceAll(q, "+", "%20"),
+		strings.ReplaceAll(strings.ToLower(q), "+", "%20"), string(esc[1 : len(esc)-1])}
+	// Every byte escaped, as some clients and servers do.
+	var all strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&all, "%%%02X", s[i])
+	}
+	forms = append(forms, all.String(), strings.ToLower(all.String()))
+	return forms
+}
+
+// secretsRun runs req on a fresh engine and returns the NDJSON stream as
+// the protocol writer frames it, and the logs.
+func secretsRun(t *testing.T, req string, mod func(*Services)) (stream, logs string) {
+	t.Helper()
+	e, lb := svcEngine(t, mod)
+	x := prepareReq(t, e, req)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	x.Run(ctx, protocol.NewWriter(&out, testExecutionID, nil))
+	return out.String(), lb.String()
+}
+
+// secretsEcho answers every request with 404 and a body quoting the
+// request's raw URI three ways: as sent, with lower-case hex, and
+// query-unescaped then re-escaped with '+' for spaces.
+func secretsEcho(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw := r.URL.RequestURI()
+		plain, _ := url.QueryUnescape(raw)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "no such thing: %s | %s | %s", raw, strings.ToLower(raw), url.QueryEscape(plain))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// secretsMCP is a toolset server whose "whoami" tool quotes only the
+// credential of the Authorization header it received, and whose
+// "rpcerror" tool is answered with a JSON-RPC error quoting it.
+func secretsMCP(t *testing.T) *httptest.Server {
+	t.Helper()
+	credential := func(h http.Header) string {
+		_, cred, _ := strings.Cut(h.Get("Authorization"), " ")
+		return cred
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "secrets", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Quotes the credential it got."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, fmt.Errorf("token %s is not valid here (%s)", credential(req.Extra.Header), strings.ToUpper(credential(req.Extra.Header)))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "rpcerror", Description: "Answered with a JSON-RPC error."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		switch {
+		case msg.Method == "tools/call" && msg.Params.Name == "rpcerror":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"rejected credential %s"}}`, msg.ID, credential(r.Header))
+			return
+		case msg.Method == "tools/call" && msg.Params.Name == "deny":
+			http.Error(w, "401: bad token "+credential(r.Header), http.StatusUnauthorized)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+func TestHostileSecrets(t *testing.T) {
+	echo := secretsEcho(t)
+	tools := secretsMCP(t)
+	const (
+		hostSecret  = "H0stS3cretValue"        // lower-cased by URL parsing
+		encSecret   = "q@ry s3cret/ä+&=?#%x"   // needs percent-encoding in a query
+		pathSecret  = "p4th s3cret-ä"          // needs percent-encoding in a path
+		tokenSecret = "Cr3dOnly-t0ken.Value_9" // the credential of a Bearer header
+	)
+	toolset := func(tool string) svcReq {
+		return svcReq{
+			workflow: `{"nodes":[{"id":"t","type":"tool","with":{"toolset":"sec","tool":"` + tool + `"}}]}`,
+			runtime:  `{"toolsets":[{"name":"sec","url":"` + tools.URL + `","headers":{"Authorization":"Bearer ` + tokenSecret + `"}}]}`,
+			extra:    `"toolPolicies":[{"match":"sec/*","decision":"allow"}]`,
+			trace:    true,
+		}
+	}
+	tests := []struct {
+		name     string
+		secrets  []string
+		req      svcReq
+		wantCode string // in the stream
+		wantLog  bool   // the secret's marker must reach the audit log
+		// noEcho: the failure does not quote what the server said (the
+		// MCP SDK reports a refused POST by its status text only).
+		noEcho bool
+	}{
+		{
+			name:    "secret in a URL host, denied by permissions",
+			secrets: []string{hostSecret},
+			req: svcReq{
+				workflow: `{"nodes":[{"id":"h","type":"http","with":{"url":"http://${{ secrets.host }}.example.com/"}}]}`,
+				runtime:  `{"http":{"secrets":{"host":"` + hostSecret + `"}}}`,
+				extra:    `"permissions":["http:api.example.com"]`,
+				trace:    true,
+			},
+			wantCode: "PERMISSION_DENIED", wantLog: true,
+		},
+		{
+			name:    "secret in a URL host, refused by allowHosts",
+			secrets: []string{hostSecret},
+			req: svcReq{
+				workflow: `{"nodes":[{"id":"h","type":"http","with":{"url":"http://api-${{ secrets.host }}.example.com/"}}]}`,
+				runtime:  `{"http":{"policy":{"allowHosts":["api.example.com"]},"secrets":{"host":"` + hostSecret + `"}}}`,
+				trace:    true,
+			},
+			wantCode: "HTTP_BLOCKED",
+		},
+		{
+			name:    "secret needing percent-encoding in path and query, echoed in HTTP_ERROR",
+			secrets: []string{encSecret, pathSecret},
+			req: svcReq{
+				workflow: `{"nodes":[
+					{"id":"echoed","type":"http","with":{"url":"` + echo.URL + `/items/${{ secrets.path }}","query":{"k":"${{ secrets.enc }}"},"failOnStatus":false}},
+					{"id":"h","type":"http","needs":["echoed"],"with":{"url":"` + echo.URL + `/items/${{ secrets.path }}","query":{"k":"${{ secrets.enc }}"}}}],
+					"output":{"echoed":"${{ nodes.echoed.output.body }}"}}`,
+				runtime: `{"http":{"policy":{"allowPrivateNetwork":true},"secrets":{"enc":{"value":` + jsonQuote(encSecret) + `,"hosts":["127.0.0.1"]},
+					"path":{"value":` + jsonQuote(pathSecret) + `,"hosts":["127.0.0.1"]}}}}`,
+				trace: true,
+			},
+			wantCode: "HTTP_ERROR",
+		},
+		{
+			name: "MCP tool error quoting the bearer credential alone", secrets: []string{tokenSecret},
+			req: toolset("whoami"), wantCode: "TOOL_ERROR",
+		},
+		{
+			name: "MCP JSON-RPC error quoting the bearer credential alone", secrets: []string{tokenSecret},
+			req: toolset("rpcerror"), wantCode: "TOOL_ERROR",
+		},
+		{
+			name: "MCP endpoint refusal quoting the bearer credential alone", secrets: []string{tokenSecret},
+			req: toolset("deny"), wantCode: "TOOL_ERROR", noEcho: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stream, logs := secretsRun(t, tt.req.String(), nil)
+			for _, where := range []struct{ name, text string }{{"stream", stream}, {"logs", logs}} {
+				for _, secret := range tt.secrets {
+					for _, form := range secretsForms(secret) {
+						if strings.Contains(where.text, form) {
+							t.Errorf("the %s hold the secret as %q:\n%s", where.name, form, where.text)
+						}
+					}
+				}
+			}
+			if !strings.Contains(stream, tt.wantCode) {
+				t.Errorf("no %s in the stream:\n%s", tt.wantCode, stream)
+			}
+			if !tt.noEcho && !strings.Contains(stream, redact.Marker) {
+				t.Errorf("no %s in the stream: the secret never came back, the test proves nothing:\n%s", redact.Marker, stream)
+			}
+			if tt.wantLog && !strings.Contains(logs, `"resource":"`+redact.Marker) {
+				t.Errorf("the audit log does not show the redacted host:\n%s", logs)
+			}
+			if n := strings.Count(stream, `"type":"error"`) + strings.Count(stream, `"type":"result"`); n != 1 {
+				t.Errorf("%d terminal events:\n%s", n, stream)
+			}
+		})
+	}
+}
+
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
