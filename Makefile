@@ -77,12 +77,14 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
 	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -run '^$$' -bench Lambda \
 		-benchtime $(BENCH_LAMBDA_RUNS)x -count 1 -timeout 10m ./functions/runner/ | tee -a bench-lambda.out
 
-## lint: gofmt, go vet, staticcheck
+## lint: gofmt, go vet, staticcheck, cfn-lint on template.yaml
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: run gofmt -w'; exit 1)
 	$(GO) mod tidy -diff
 	$(GO) vet $(PKGS)
 	$(GOBIN)/staticcheck $(PKGS)
+	@command -v cfn-lint >/dev/null || { echo 'lint: cfn-lint not found (pip install cfn-lint, or apt-get install cfn-lint where Debian has it)'; exit 1; }
+	cfn-lint template.yaml
 
 ## tools: what test and lint need beyond Go itself
 tools:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/cloudformation/cloudwatch"
 	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 	"go.uber.org/goleak"
@@ -23,6 +24,8 @@ const (
 	localAPIPath = "../../events/local-api.yaml"
 	functionID   = "RunnerFunction"
 	secretID     = "TokenSecret"
+	// The alias SAM generates from AutoPublishAlias: live.
+	generatedAlias = "RunnerFunctionAliaslive"
 
 	// What the resolver writes for references to stack resources.
 	generatedSecret = "<Ref TokenSecret>"
@@ -101,6 +104,10 @@ func (r *resolver) ref(in any) any {
 		return str(def)
 	}
 	if _, ok := r.section("Resources")[name]; ok {
+		return "<Ref " + name + ">"
+	}
+	if name == generatedAlias {
+		// SAM generates it from AutoPublishAlias.
 		return "<Ref " + name + ">"
 	}
 	r.errorf("Ref to unknown name %v", in)
@@ -366,6 +373,30 @@ func (v *view) output(name string) string {
 	return str(o.Value)
 }
 
+// alarmNames are the template's alarms, each with a runbook line in
+// docs/deploy.md.
+var alarmNames = []string{"ErrorsAlarm", "FailedExecutionsAlarm", "ThrottlesAlarm", "DurationAlarm", "UnauthorizedAlarm", "UnavailableAlarm"}
+
+func (v *view) alarm(name string) *cloudwatch.Alarm {
+	a, err := v.tmpl.GetCloudWatchAlarmWithName(name)
+	if err != nil {
+		v.t.Fatalf("alarm %s: %v", name, err)
+	}
+	return a
+}
+
+// bedrockRegions is the aws:RequestedRegion condition of the Bedrock
+// statement.
+func (v *view) bedrockRegions() string {
+	st := v.granting("bedrock")
+	if len(st) != 1 {
+		return "<no bedrock statement>"
+	}
+	c, _ := st[0]["Condition"].(map[string]any)
+	eq, _ := c["StringEquals"].(map[string]any)
+	return strings.Join(strs(eq["aws:RequestedRegion"]), ",")
+}
+
 func deref[T any](p *T) any {
 	if p == nil {
 		return "<unset>"
@@ -390,7 +421,7 @@ func TestFunction(t *testing.T) {
 		{"Metadata.BuildMethod", fn.AWSCloudFormationMetadata["BuildMethod"], "makefile"},
 		{"MemorySize", deref(fn.MemorySize), 512},
 		{"Timeout", deref(fn.Timeout), 300},
-		{"ReservedConcurrentExecutions", deref(fn.ReservedConcurrentExecutions), "<unset>"},
+		{"ReservedConcurrentExecutions", deref(fn.ReservedConcurrentExecutions), 10},
 		{"FunctionUrlConfig set", fn.FunctionUrlConfig != nil, true},
 	}
 	for _, c := range checks {
@@ -588,7 +619,7 @@ func TestParameters(t *testing.T) {
 		{"MemorySize default", str(p["MemorySize"].Default), "512"},
 		{"Timeout default", str(p["Timeout"].Default), "300"},
 		{"Timeout MaxValue", num(p["Timeout"].MaxValue), 900.0}, // Lambda's limit
-		{"ReservedConcurrency default", str(p["ReservedConcurrency"].Default), "0"},
+		{"ReservedConcurrency default", str(p["ReservedConcurrency"].Default), "10"},
 		{"ReservedConcurrency MinValue", num(p["ReservedConcurrency"].MinValue), 0.0},
 		{"LogLevel default", str(p["LogLevel"].Default), "info"},
 		{"LogRetentionDays default", str(p["LogRetentionDays"].Default), "30"},
@@ -626,9 +657,9 @@ func TestEveryParameterIsWired(t *testing.T) {
 		{"Timeout", "900", func(v *view) string {
 			return fmt.Sprint(deref(v.fn.Timeout), " ", v.env()["RUNNER_TIMEOUT_SECONDS"])
 		}, "900 900"},
-		{"ReservedConcurrency", "7", func(v *view) string {
+		{"ReservedConcurrency", "0", func(v *view) string {
 			return fmt.Sprint(deref(v.fn.ReservedConcurrentExecutions))
-		}, "7"},
+		}, "<unset>"},
 		{"LogLevel", "debug", func(v *view) string { return v.env()["RUNNER_LOG_LEVEL"] }, "debug"},
 		{"LogRetentionDays", "90", func(v *view) string { return fmt.Sprint(*v.logGroupFor(functionID)) }, "90"},
 		{"ExistingTokenSecretArn", existingSecret, func(v *view) string {
@@ -646,6 +677,23 @@ func TestEveryParameterIsWired(t *testing.T) {
 			return fmt.Sprint(len(v.granting("bedrock")), " bedrock statements")
 		}, "1 bedrock statements"},
 		{"DeploymentModels", models, func(v *view) string { return v.env()["RUNNER_MODELS"] }, models},
+		{"CostTag", "team-42", func(v *view) string { return v.fn.Tags["runner:cost-center"] }, "team-42"},
+		{"DeploymentType", "Canary10Percent5Minutes", func(v *view) string {
+			return fmt.Sprint(deref(v.fn.DeploymentPreference.Type))
+		}, "Canary10Percent5Minutes"},
+		{"EnableXRayTracing", "true", func(v *view) string { return fmt.Sprint(deref(v.fn.Tracing)) }, "Active"},
+		{"FailedExecutionsThreshold", "12", func(v *view) string { return fmt.Sprint(deref(v.alarm("FailedExecutionsAlarm").Threshold)) }, "12"},
+		{"UnauthorizedThreshold", "99", func(v *view) string { return fmt.Sprint(deref(v.alarm("UnauthorizedAlarm").Threshold)) }, "99"},
+		{"PermissionsBoundaryArn", "arn:aws:iam::123456789012:policy/boundary", func(v *view) string {
+			return fmt.Sprint(deref(v.fn.PermissionsBoundary))
+		}, "arn:aws:iam::123456789012:policy/boundary"},
+		{"AlarmEmail", "ops@example.com", func(v *view) string {
+			var n int
+			for _, a := range alarmNames {
+				n += len(v.alarm(a).AlarmActions)
+			}
+			return fmt.Sprint(n, " alarm actions")
+		}, fmt.Sprint(len(alarmNames), " alarm actions")},
 	}
 
 	defaults := load(t, templatePath, nil)
@@ -662,6 +710,8 @@ func TestEveryParameterIsWired(t *testing.T) {
 			}
 		})
 	}
+	// Wired only together with EnableBedrock: TestOpsBedrockRegions.
+	tested["BedrockRegions"] = true
 	for name := range defaults.tmpl.Parameters {
 		if !tested[name] {
 			t.Errorf("parameter %s has no wiring check", name)

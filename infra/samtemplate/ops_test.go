@@ -1,0 +1,84 @@
+package samtemplate_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Bedrock calls are limited to the Regions the operator names, the stack's
+// own by default.
+func TestOpsBedrockRegions(t *testing.T) {
+	tests := []struct{ regions, want string }{
+		{"", "eu-west-1"},
+		{"us-east-1,us-west-2", "us-east-1,us-west-2"},
+	}
+	for _, tt := range tests {
+		v := load(t, templatePath, map[string]string{"EnableBedrock": "true", "BedrockRegions": tt.regions})
+		if got := v.bedrockRegions(); got != tt.want {
+			t.Errorf("BedrockRegions %q: condition %q, want %q", tt.regions, got, tt.want)
+		}
+	}
+}
+
+// Rollback needs a published version behind an alias, and the URL on the
+// alias; gradual deployments are guarded by the alarms.
+func TestOpsAliasAndDeployment(t *testing.T) {
+	v := load(t, templatePath, nil)
+	if got := deref(v.fn.AutoPublishAlias); got != "live" {
+		t.Errorf("AutoPublishAlias = %v, want live (SAM then puts the function URL on the alias)", got)
+	}
+	if v.fn.FunctionUrlConfig == nil {
+		t.Error("no FunctionUrlConfig")
+	}
+	dp := v.fn.DeploymentPreference
+	if dp == nil || deref(dp.Type) != "AllAtOnce" || len(dp.Alarms) < 3 {
+		t.Fatalf("DeploymentPreference %+v", dp)
+	}
+	if got := v.output("RunnerAlias"); got != "<Ref "+generatedAlias+">" {
+		t.Errorf("RunnerAlias output %q", got)
+	}
+}
+
+// Every alarm exists, notifies nobody without AlarmEmail, and has a
+// runbook line in docs/deploy.md.
+func TestOpsAlarmsAndRunbook(t *testing.T) {
+	v := load(t, templatePath, nil)
+	doc, err := os.ReadFile("../../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range alarmNames {
+		a := v.alarm(name)
+		if len(a.AlarmActions) != 0 {
+			t.Errorf("%s notifies %v without AlarmEmail", name, a.AlarmActions)
+		}
+		if a.AlarmDescription == nil || !strings.Contains(*a.AlarmDescription, "Runbook") {
+			t.Errorf("%s: description does not point at the runbook", name)
+		}
+		if !strings.Contains(string(doc), "**"+name+"**") {
+			t.Errorf("docs/deploy.md has no runbook line for **%s**", name)
+		}
+	}
+	if _, err := v.tmpl.GetCloudWatchDashboardWithName("RunnerDashboard"); err != nil {
+		t.Error(err)
+	}
+	if _, err := v.tmpl.GetSNSTopicWithName("AlarmTopic"); err != nil {
+		t.Error(err)
+	}
+}
+
+// cfn-lint (what sam validate --lint runs) passes on the template.
+func TestOpsCfnLint(t *testing.T) {
+	if _, err := exec.LookPath("cfn-lint"); err != nil {
+		t.Skip("cfn-lint not installed (make lint requires it)")
+	}
+	if testing.Short() {
+		t.Skip("cfn-lint takes seconds")
+	}
+	out, err := exec.Command("cfn-lint", templatePath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cfn-lint: %v\n%s", err, out)
+	}
+}
