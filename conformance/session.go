@@ -168,7 +168,7 @@ func (s *session) execute(ctx context.Context, body string) (*stream, error) {
 		st.body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return st, nil
 	}
-	r := bufio.NewReader(resp.Body)
+	r := bufio.NewReader(&capped{r: resp.Body, left: maxStreamBytes})
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
@@ -186,6 +186,31 @@ func (s *session) execute(ctx context.Context, body string) (*stream, error) {
 		}
 		st.events = append(st.events, ev)
 	}
+}
+
+// maxStreamBytes bounds what the kit reads of one stream, so that a broken
+// or hostile runner streaming without end costs bounded memory.
+const maxStreamBytes = 32 << 20
+
+// errStreamTooLong ends a stream over maxStreamBytes.
+var errStreamTooLong = fmt.Errorf("the stream exceeds %d bytes", maxStreamBytes)
+
+// capped reads at most left bytes, then fails.
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errStreamTooLong
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // isTerminal reports whether an event is result or error.

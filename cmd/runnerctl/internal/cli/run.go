@@ -255,7 +255,7 @@ loop:
 	board.Finish()
 	live.Draw(board.Lines())
 	if id != "" {
-		fmt.Fprintf(env.Out, "execution %s\r\n", id)
+		fmt.Fprintf(env.Out, "execution %s\r\n", progress.Clean(id))
 	}
 	switch t := last.(type) {
 	case nil:
@@ -267,7 +267,7 @@ loop:
 		if t.Status == protocol.StatusSuspended {
 			fmt.Fprintf(env.Out, "suspended: consent needed for\r\n")
 			for _, sp := range t.Suspended {
-				fmt.Fprintf(env.Out, "  %s: %s %s\r\n", sp.NodeID, sp.Action, sp.Resource)
+				fmt.Fprintf(env.Out, "  %s\r\n", progress.Clean(fmt.Sprintf("%s: %s %s", sp.NodeID, sp.Action, sp.Resource)))
 			}
 			fmt.Fprintf(env.Out, "relaunch with authorization.grants for these to go on\r\n")
 			return exit(ExitSuspended, nil)
@@ -280,7 +280,7 @@ loop:
 		if t.Error.NodeID != "" {
 			at = " at node " + t.Error.NodeID
 		}
-		fmt.Fprintf(env.Out, "failed%s: %s: %s\r\n", at, t.Error.Code, t.Error.Message)
+		fmt.Fprintf(env.Out, "%s\r\n", progress.Clean(fmt.Sprintf("failed%s: %s: %s", at, t.Error.Code, t.Error.Message)))
 		return exit(ExitFailed, nil)
 	}
 	return exit(outcome(last), nil)

@@ -121,6 +121,13 @@ type Stream struct {
 	r    *bufio.Reader
 }
 
+// MaxLineBytes bounds one event line: a runner's own maxEventBytes is far
+// smaller, so a longer line is a broken or hostile runner, not an event.
+const MaxLineBytes = 16 << 20
+
+// ErrLineTooLong says a line exceeded MaxLineBytes.
+var ErrLineTooLong = fmt.Errorf("event line longer than %d bytes", MaxLineBytes)
+
 // ErrNoTerminal says a stream ended without its terminal event.
 var ErrNoTerminal = errors.New("stream ended before its terminal event")
 
@@ -128,7 +135,19 @@ var ErrNoTerminal = errors.New("stream ended before its terminal event")
 // A line that is not a known event returns the line with the decoding
 // error; the end of the stream is io.EOF.
 func (s *Stream) Next() ([]byte, protocol.Event, error) {
-	line, err := s.r.ReadBytes('\n')
+	var line []byte
+	var err error
+	for {
+		frag, rerr := s.r.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(line) > MaxLineBytes {
+			return nil, nil, ErrLineTooLong
+		}
+		if !errors.Is(rerr, bufio.ErrBufferFull) {
+			err = rerr
+			break
+		}
+	}
 	if len(line) == 0 {
 		if err == nil {
 			err = io.EOF

@@ -159,7 +159,7 @@ func (b *Board) Lines() []string {
 		for _, n := range ns {
 			out = append(out, n.line(depth, now))
 			for _, d := range n.Decisions {
-				out = append(out, strings.Repeat("  ", depth+2)+"permission "+d)
+				out = append(out, strings.Repeat("  ", depth+2)+"permission "+Clean(d))
 			}
 			walk(n.children, depth+1)
 		}
@@ -171,7 +171,7 @@ func (b *Board) Lines() []string {
 func (n *Node) line(depth int, now time.Time) string {
 	indent := strings.Repeat("  ", depth)
 	if n.group {
-		return indent + n.label
+		return indent + Clean(n.label)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s%s %s", indent, icons[n.State], n.label)
@@ -191,7 +191,18 @@ func (n *Node) line(depth int, now time.Time) string {
 	if n.Detail != "" {
 		b.WriteString(" · " + n.Detail)
 	}
-	return b.String()
+	return Clean(b.String())
+}
+
+// Clean drops control characters, so that text from a runner (node ids,
+// error messages) cannot move the cursor or restyle the terminal.
+func Clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func round(d time.Duration) string {
