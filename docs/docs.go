@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed workflow.schema.json
 var WorkflowSchema []byte
+
+// ExecutionSchema is the JSON Schema of a whole request body, for editors;
+// it refers to the workflow schema by its $id.
+//
+//go:embed execution.schema.json
+var ExecutionSchema []byte

@@ -106,9 +106,12 @@ func isBareDocument(src []byte) bool {
 	if json.Unmarshal(src, &top) != nil {
 		return false
 	}
+	// A workflow document may say "version" too; only a request body has
+	// "workflow", and only a document has "nodes".
 	_, w := top["workflow"]
 	_, v := top["version"]
-	return !w && !v
+	_, n := top["nodes"]
+	return !w && (!v || n)
 }
 
 // barePath turns a path in the wrapping body into one in the document.
