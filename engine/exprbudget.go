@@ -21,8 +21,8 @@ import (
 // memory budget, after the fact: a closure over a large input cannot be
 // stopped and string `+` or repeat() can allocate gigabytes. Every program
 // is therefore patched at compile time (see docs/workflows.md, "Expression
-// limits"): each predicate body, each `+` whose operands are not both
-// numbers and each builtin that allocates becomes a call to one of the
+// limits"): each predicate body, each `+` without a number operand
+// and each builtin that allocates becomes a call to one of the
 // functions below, which charge a per-evaluation exprBudget before the work
 // is done and check the evaluation's context as they go. The functions are
 // put in the evaluation's environment under names starting with `$`, which
@@ -291,7 +291,9 @@ var keepsPerElement = map[string]bool{"map": true, "filter": true, "groupBy": tr
 func (p *budgetPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.BinaryNode:
-		if n.Operator == "+" && !(isNumberType(n.Left.Type()) && isNumberType(n.Right.Type())) {
+		// With a number on either side `+` cannot concatenate: it adds or
+		// fails, allocating nothing.
+		if n.Operator == "+" && !isNumberType(n.Left.Type()) && !isNumberType(n.Right.Type()) {
 			ast.Patch(node, budgetCall("$add", n.Left, n.Right))
 			p.patched = true
 		}

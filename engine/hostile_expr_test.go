@@ -127,7 +127,7 @@ func TestHostileExpressions(t *testing.T) {
 		},
 		{
 			name: "output over the step budget", within: time.Second,
-			limits: func(l *Limits) { l.MaxExprSteps = 100_000 },
+			limits: func(l *Limits) { l.MaxExprSteps = 50_000 },
 			input:  exprHostileInput(100_000),
 			wf:     `{"nodes":[{"id":"a","type":"set"}],"output":"${{ map(input.a, {# + 1}) }}"}`,
 		},
@@ -186,7 +186,7 @@ func TestExpressionErrorsWithSecretsCarryNoValues(t *testing.T) {
 	const secret = "hunter2secret"
 	ev := &evaluator{
 		sc:      &scope{input: map[string]any{}},
-		budget:  newExprBudget(context.Background(), DefaultLimits()),
+		budget:  *newExprBudget(context.Background(), DefaultLimits()),
 		secrets: map[string]any{"tok": secret},
 	}
 	sc := &exprScope{visible: func(string) bool { return false }, ancestors: func() []string { return nil }, secrets: map[string]bool{"tok": true}}

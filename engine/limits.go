@@ -104,7 +104,7 @@ func (l Limits) WithDefaults() Limits {
 		l.MaxExprSteps = DefaultMaxExprSteps
 	}
 	if l.MaxExprMemory == 0 {
-		l.MaxExprMemory = DefaultMaxExprMemory
+		l.MaxExprMemory = min(DefaultMaxExprMemory, l.MemoryBudget)
 	}
 	if l.MaxDuration <= 0 {
 		l.MaxDuration = DefaultMaxDuration

@@ -45,7 +45,7 @@ type evaluator struct {
 	sc *scope
 	// budget bounds the evaluation and carries its context: every
 	// expression of the template shares it.
-	budget *exprBudget
+	budget exprBudget
 	bound  bool // the budget's functions are in env
 	// refs are the node ids to put in scope: the template's own, or every
 	// visible one when it indexes nodes dynamically.
@@ -55,7 +55,8 @@ type evaluator struct {
 }
 
 func newEvaluator(ctx context.Context, sc *scope, t Template, ancestors func() []string) *evaluator {
-	ev := &evaluator{sc: sc, refs: t.refs, budget: newExprBudget(ctx, sc.limits())}
+	l := sc.limits()
+	ev := &evaluator{sc: sc, refs: t.refs, budget: exprBudget{ctx: ctx, maxSteps: l.MaxExprSteps, maxMem: l.MaxExprMemory}}
 	if t.all && ancestors != nil {
 		ev.refs = ancestors()
 	}

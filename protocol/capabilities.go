@@ -64,4 +64,6 @@ type Constraints struct {
 	MaxEventBytes   int   `json:"maxEventBytes"`
 	MaxOutputBytes  int64 `json:"maxOutputBytes"`
 	MemoryBudget    int64 `json:"memoryBudgetBytes"`
+	MaxExprSteps    int64 `json:"maxExprSteps"`       // steps of one expression evaluation
+	MaxExprMemory   int64 `json:"maxExprMemoryBytes"` // bytes one evaluation may allocate
 }

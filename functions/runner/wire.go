@@ -38,6 +38,8 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		MaxOutputBytes: cfg.MaxOutputBytes,
 		MemoryMB:       cfg.MemoryMB,
 		MemoryBudget:   cfg.MemoryBudget,
+		MaxExprSteps:   cfg.MaxExprSteps,
+		MaxExprMemory:  cfg.MaxExprMemory,
 		MaxDuration:    cfg.Timeout,
 		Reserve:        cfg.Reserve,
 	}
@@ -119,6 +121,8 @@ func capabilities(eng *engine.Engine, maxRequestBytes int64) protocol.Capabiliti
 			MaxEventBytes:   l.MaxEventBytes,
 			MaxOutputBytes:  l.MaxOutputBytes,
 			MemoryBudget:    l.MemoryBudget,
+			MaxExprSteps:    l.MaxExprSteps,
+			MaxExprMemory:   l.MaxExprMemory,
 		},
 	}
 }

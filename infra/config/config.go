@@ -58,6 +58,8 @@ type Config struct {
 	MaxEventBytes  int   // RUNNER_MAX_EVENT_BYTES
 	MaxOutputBytes int64 // RUNNER_MAX_OUTPUT_BYTES
 	MemoryBudget   int64 // RUNNER_MEMORY_BUDGET_BYTES (0: a quarter of MemoryMB)
+	MaxExprSteps   int64 // RUNNER_MAX_EXPR_STEPS: steps of one expression evaluation
+	MaxExprMemory  int64 // RUNNER_MAX_EXPR_MEMORY_BYTES: bytes one evaluation may allocate
 
 	Models []protocol.Model // RUNNER_MODELS: the deployment's model table, JSON
 
@@ -108,6 +110,8 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxEventBytes:   r.int("RUNNER_MAX_EVENT_BYTES", 256, 16<<20),
 		MemoryBudget:    r.int64("RUNNER_MEMORY_BUDGET_BYTES", 1024),
 		MaxOutputBytes:  r.int64("RUNNER_MAX_OUTPUT_BYTES", 256),
+		MaxExprSteps:    r.int64("RUNNER_MAX_EXPR_STEPS", 1_000),
+		MaxExprMemory:   r.int64("RUNNER_MAX_EXPR_MEMORY_BYTES", 1024),
 
 		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1),
 		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 1, 900_000)) * time.Millisecond,

@@ -65,6 +65,9 @@ func TestLoadValues(t *testing.T) {
 			return c.MemoryBudget == 65536 && c.MaxOutputBytes == 0
 		}},
 		{"output cap", env{"RUNNER_MAX_OUTPUT_BYTES": "1000"}, func(c Config) bool { return c.MaxOutputBytes == 1000 }},
+		{"expression budgets", env{"RUNNER_MAX_EXPR_STEPS": "5000", "RUNNER_MAX_EXPR_MEMORY_BYTES": "4096"}, func(c Config) bool {
+			return c.MaxExprSteps == 5000 && c.MaxExprMemory == 4096
+		}},
 		{"limits", env{"RUNNER_MAX_NODES": "5", "RUNNER_MAX_CONCURRENCY": "2", "RUNNER_MAX_MAP_ITEMS": "7", "RUNNER_MAX_CHILD_DEPTH": "3",
 			"RUNNER_MAX_EVENT_BYTES": "4096", "RUNNER_MAX_REQUEST_BYTES": "2048"}, func(c Config) bool {
 			return c.MaxNodes == 5 && c.MaxConcurrency == 2 && c.MaxMapItems == 7 && c.MaxChildDepth == 3 &&
@@ -104,6 +107,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{env{"RUNNER_MAX_EVENT_BYTES": "10"}, []string{"RUNNER_MAX_EVENT_BYTES"}},
 		{env{"RUNNER_MAX_REQUEST_BYTES": "6MB"}, []string{"RUNNER_MAX_REQUEST_BYTES"}},
 		{env{"RUNNER_MAX_OUTPUT_BYTES": "1"}, []string{"RUNNER_MAX_OUTPUT_BYTES"}},
+		{env{"RUNNER_MAX_EXPR_STEPS": "10"}, []string{"RUNNER_MAX_EXPR_STEPS"}},
+		{env{"RUNNER_MAX_EXPR_MEMORY_BYTES": "-1"}, []string{"RUNNER_MAX_EXPR_MEMORY_BYTES"}},
 		{env{"RUNNER_MEMORY_BUDGET_BYTES": "x"}, []string{"RUNNER_MEMORY_BUDGET_BYTES"}},
 		{env{"RUNNER_MEMORY_MB": "64"}, []string{"RUNNER_MEMORY_MB"}},
 		{env{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "lots"}, []string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE"}},
