@@ -105,6 +105,48 @@ func (e *authError) Unwrap() error { return e.err }
 // wraps ctx.Err() (so the engine can tell cancellation and its own
 // deadlines from a request timeout).
 func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
+	out, err := prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	timeout := c.timeout
+	if r.Timeout > 0 && r.Timeout < timeout {
+		timeout = r.Timeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if err := c.hop(tctx, r, out.method, out.host); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s %s: %w", out.method, describe(out.url), ctx.Err())
+		}
+		return nil, err
+	}
+	req, err := out.request(tctx)
+	if err != nil {
+		return nil, err
+	}
+	cur := out.url // the URL of the hop in flight, for messages
+	resp, err := c.redirecting(r, out, &cur).Do(req)
+	if err != nil {
+		return nil, c.failure(ctx, tctx, out.method, cur, timeout, err)
+	}
+	defer resp.Body.Close()
+	return c.read(ctx, tctx, r, out.method, resp, timeout)
+}
+
+// outgoing is a Request validated and encoded, before any policy check.
+type outgoing struct {
+	method          string
+	url             *url.URL
+	host            string
+	header          http.Header
+	body            []byte // nil for none
+	explicitReferer bool   // the node set Referer itself
+}
+
+// prepare validates r and encodes its URL, query, headers and body.
+func prepare(r *Request) (*outgoing, error) {
 	method, err := normMethod(r.Method)
 	if err != nil {
 		return nil, err
@@ -131,44 +173,38 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 		header.Set("Content-Type", ctype)
 	}
 	_, explicitReferer := header["Referer"]
+	return &outgoing{method: method, url: u, host: host, header: header, body: body, explicitReferer: explicitReferer}, nil
+}
 
-	timeout := c.timeout
-	if r.Timeout > 0 && r.Timeout < timeout {
-		timeout = r.Timeout
-	}
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	if err := c.hop(tctx, r, method, host); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, describe(u), ctx.Err())
-		}
-		return nil, err
-	}
-
+// request builds the first hop's *http.Request under ctx.
+func (o *outgoing) request(ctx context.Context) (*http.Request, error) {
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body) // NewRequest sets GetBody, so 307/308 can resend it
+	if o.body != nil {
+		rd = bytes.NewReader(o.body) // NewRequest sets GetBody, so 307/308 can resend it
 	}
-	req, err := http.NewRequestWithContext(tctx, method, u.String(), rd)
+	req, err := http.NewRequestWithContext(ctx, o.method, o.url.String(), rd)
 	if err != nil {
 		return nil, failed("invalid URL")
 	}
 	// Send exactly the URL that was checked, not a re-parse of it.
-	req.URL, req.Host = u, u.Host
-	req.Header = header
+	req.URL, req.Host = o.url, o.url.Host
+	req.Header = o.header
+	return req, nil
+}
 
-	cur := u // the URL of the hop in flight, for messages
-	hc := &http.Client{
+// redirecting returns the http.Client for one Do: every redirect is
+// re-checked as a hop of its own, and *cur tracks the hop in flight.
+func (c *Client) redirecting(r *Request, o *outgoing, cur **url.URL) *http.Client {
+	return &http.Client{
 		Transport: c.transport,
 		CheckRedirect: func(next *http.Request, via []*http.Request) error {
 			if c.maxRedirects == 0 {
 				// maxRedirects 0: do not follow, hand the 3xx to the node.
 				return http.ErrUseLastResponse
 			}
-			cur = next.URL
+			*cur = next.URL
 			if len(via) > c.maxRedirects {
-				return failed("%s %s: stopped after %d redirects, %s", method, describe(u), c.maxRedirects, c.redirectsRule)
+				return failed("%s %s: stopped after %d redirects, %s", o.method, describe(o.url), c.maxRedirects, c.redirectsRule)
 			}
 			nextHost, err := checkTarget(next.URL)
 			if err == nil {
@@ -181,7 +217,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 			if err != nil {
 				return &authError{err}
 			}
-			if !explicitReferer {
+			if !o.explicitReferer {
 				// Go sets Referer to the previous URL, query included,
 				// which would hand its secrets to the next host.
 				next.Header.Del("Referer")
@@ -189,12 +225,10 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 			return nil
 		},
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, c.failure(ctx, tctx, method, cur, timeout, err)
-	}
-	defer resp.Body.Close()
+}
 
+// read reads resp's body within the byte limit and decodes it as r asks.
+func (c *Client) read(ctx, tctx context.Context, r *Request, method string, resp *http.Response, timeout time.Duration) (*Response, error) {
 	final := resp.Request.URL
 	finalHost := final.Hostname()
 	if method != http.MethodHead && resp.ContentLength > c.maxBytes {
