@@ -39,11 +39,16 @@ var noRetry = map[protocol.Code]bool{
 	protocol.CodeHTTPBlocked:          true,
 }
 
-// codeSuspended marks the NodeError of a node that waits for consent. It is
-// never reported: such a node is recorded as suspended, not failed.
-const codeSuspended protocol.Code = "suspended"
+// errSuspended ends a node that waits for consent, its own or that of a
+// node it runs inside itself (a map iteration, a child workflow): the node
+// is recorded as suspended, not failed. A node's own request is a
+// *suspended, which matches it with errors.Is; a composite whose sub-graph
+// stopped because the execution is suspending returns errSuspended itself,
+// the suspension being recorded already.
+var errSuspended = errors.New("execution suspended")
 
-// suspended is returned by a node that waits for consent.
+// suspended is returned by a node that waits for consent: Call.Authorize
+// returns it for a consent decision.
 type suspended struct {
 	action, resource string
 }
@@ -51,6 +56,9 @@ type suspended struct {
 func (s *suspended) Error() string {
 	return fmt.Sprintf("consent required for %s %s", s.action, s.resource)
 }
+
+// Is makes every consent request an errSuspended.
+func (s *suspended) Is(target error) bool { return target == errSuspended }
 
 // classify turns whatever an attempt returned into a NodeError. attemptCtx
 // is the attempt's context, execCtx the execution's: which one ended tells a

@@ -12,50 +12,16 @@ import (
 )
 
 // This file is the engine's permission gate: the only place that asks the
-// decider (engine/permission) and the only way to obtain a Permit. Every
-// side effect of an execution passes here first:
+// decider (engine/permission). Every side effect of an execution passes
+// here first:
 //
 //   - Call.Authorize decides one action for one node attempt, audits it and
-//     returns a Permit, a suspension or a PERMISSION_DENIED error;
+//     returns nil (allowed), a suspension or a PERMISSION_DENIED error;
 //   - preflight decides the actions nodes name statically (Compiler.
 //     StaticAction) right after acceptance, before any node runs, so that a
 //     consent suspends the execution before the first side effect.
 //
 // docs/permissions.md is the operator's version of these rules.
-
-// Permit is the proof that the decider allowed one action on one resource
-// for one node. A node kind obtains it from Call.Authorize and checks it
-// (Covers) immediately before the side effect it guards: the zero Permit,
-// which is all a denial or a suspension yields, covers nothing, so a side
-// effect cannot run on a decision that was not an allow, and the only way
-// to get a Permit is to be decided and audited.
-type Permit struct {
-	action, resource string
-	nodeID           string
-}
-
-// Covers reports whether the permit allows action on resource. For
-// http.request the host is compared normalized, as it was decided.
-func (p Permit) Covers(action, resource string) bool {
-	if action == protocol.ActionHTTPRequest {
-		resource = permission.NormalizeHost(resource)
-	}
-	return p.action != "" && p.action == action && p.resource == resource
-}
-
-// NodeID returns the id of the node the permit was decided for ("" for the
-// zero Permit), for a service's own log lines.
-func (p Permit) NodeID() string { return p.nodeID }
-
-// check returns nil when the permit covers action on resource and a
-// PERMISSION_DENIED error naming the attempt otherwise.
-func (p Permit) check(action, resource string) error {
-	if !p.Covers(action, resource) {
-		// A programming error, never a user's: fail the node loudly.
-		return Errorf(protocol.CodePermissionDenied, "internal: %s %s attempted without a permit", action, resource)
-	}
-	return nil
-}
 
 // staticAction is an action a node names in its configuration, decided in
 // preflight before any node runs.
@@ -108,8 +74,8 @@ func (d *decisions) put(key decisionKey, dec permission.Decision) {
 	d.pending[key] = dec
 }
 
-// Authorize decides action on resource for this node and returns a Permit
-// when it is allowed. Each call stands for one side effect (one request,
+// Authorize decides action on resource for this node and returns nil when
+// it is allowed. Each call stands for one side effect (one request,
 // one tool call, one model invocation): call it immediately before each,
 // every time, retries included. The decision is audited (a
 // permission.decision event and a log line) unless preflight already did
@@ -117,8 +83,9 @@ func (d *decisions) put(key decisionKey, dec permission.Decision) {
 //
 // A denial is a PERMISSION_DENIED *NodeError carrying the decider's reason.
 // A consent returns an error that suspends the node: Step.Run must return it
-// (wrapped or not) without acting.
-func (c *Call) Authorize(ctx context.Context, action, resource string) (Permit, error) {
+// (wrapped or not) without acting. Any error means the side effect must not
+// happen.
+func (c *Call) Authorize(ctx context.Context, action, resource string) error {
 	if action == protocol.ActionHTTPRequest {
 		resource = permission.NormalizeHost(resource)
 	}
@@ -127,7 +94,7 @@ func (c *Call) Authorize(ctx context.Context, action, resource string) (Permit, 
 		dec = c.r.x.decider.Decide(action, resource)
 		c.r.audit(ctx, c.ID, dec, false)
 	}
-	return c.r.outcome(c.ID, dec)
+	return c.r.outcome(dec)
 }
 
 // audit reports a decision as a permission.decision event and a log line,
@@ -153,17 +120,17 @@ func (r *run) audit(ctx context.Context, nodeID string, dec permission.Decision,
 }
 
 // outcome turns a decision into what Authorize returns.
-func (r *run) outcome(nodeID string, dec permission.Decision) (Permit, error) {
+func (r *run) outcome(dec permission.Decision) error {
 	switch dec.Outcome {
 	case permission.Allow:
-		return Permit{action: dec.Action, resource: dec.Resource, nodeID: nodeID}, nil
+		return nil
 	case permission.Consent:
-		return Permit{}, &suspended{action: dec.Action, resource: dec.Resource}
+		return &suspended{action: dec.Action, resource: dec.Resource}
 	}
 	// Redacted here too: a step may pass the message on (an agent tells
 	// its model why a tool was refused) before the engine would redact it.
 	msg := fmt.Sprintf("%s %s denied: %s", dec.Action, dec.Resource, dec.Reason)
-	return Permit{}, &NodeError{Code: protocol.CodePermissionDenied, Message: r.x.redact.String(msg)}
+	return &NodeError{Code: protocol.CodePermissionDenied, Message: r.x.redact.String(msg)}
 }
 
 // preflight runs right after acceptance, before any node, and finds every
@@ -208,7 +175,7 @@ func (r *run) preflight(gr *graphRun) {
 				nested = append(nested, p.child(a, 0)...)
 			}
 		}
-		nested = append(nested, p.mapped(n, 0)...)
+		nested = append(nested, p.inner(n, 0)...)
 		for _, dec := range nested {
 			req := staticAction{dec.Action, dec.Resource}
 			if asked[req] {
@@ -278,7 +245,7 @@ func (p *prober) graph(g *graph, depth int) []permission.Decision {
 				add(p.child(a, depth))
 			}
 		}
-		add(p.mapped(n, depth))
+		add(p.inner(n, depth))
 	}
 	p.memo[key] = out
 	return out
@@ -297,11 +264,15 @@ func (p *prober) child(a staticAction, depth int) []permission.Decision {
 	return p.graph(c, depth+1)
 }
 
-// mapped probes the sub-graph of a map node (nothing for other nodes).
-func (p *prober) mapped(n *node, depth int) []permission.Decision {
-	ms, ok := n.step.(*mapStep)
-	if !ok || ms.sub == nil {
+// inner probes the graph a composite node runs at its own depth (a map's
+// sub-graph; nothing for other nodes).
+func (p *prober) inner(n *node, depth int) []permission.Decision {
+	if n.inner == nil {
 		return nil
 	}
-	return p.graph(ms.sub, depth)
+	sub := n.inner.subgraph()
+	if sub == nil {
+		return nil
+	}
+	return p.graph(sub, depth)
 }

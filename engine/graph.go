@@ -32,7 +32,7 @@ type node struct {
 	when      *expression
 	with      Template
 	step      Step
-	composite bool
+	inner     composite // the step, when it runs nodes of its own
 	retry     RetryPolicy
 	timeout   time.Duration
 	continue_ bool
@@ -137,8 +137,8 @@ func (p *prep) compileNode(g *graph, i int, nd nodeDoc, outer *exprScope, item b
 	}
 	c := &Compiler{p: p, g: g, n: n, doc: &nd, sc: sc}
 	n.step = kind.Prepare(c)
-	if ck, ok := kind.(interface{ composite() bool }); ok {
-		n.composite = ck.composite()
+	if cs, ok := n.step.(composite); ok {
+		n.inner = cs
 	}
 	if n.dynamic || n.when != nil && n.when.all {
 		n.ancestors = sc.ancestors

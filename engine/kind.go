@@ -21,6 +21,18 @@ type Step interface {
 	Run(ctx context.Context, call *Call) (any, error)
 }
 
+// composite is a Step that runs nodes of its own: a map's iterations, a
+// child workflow. The scheduler gives it no concurrency slot (its inner
+// nodes take theirs), and preflight probes the nodes it will run for the
+// consents they need.
+type composite interface {
+	Step
+	// subgraph returns the graph the step runs at its own child depth,
+	// known at preparation (a map's sub-graph), or nil when what it runs is
+	// only known from an action (a child workflow, named by workflow.run).
+	subgraph() *graph
+}
+
 // StepFunc adapts a function to Step.
 type StepFunc func(ctx context.Context, call *Call) (any, error)
 

@@ -61,8 +61,8 @@ func (agentKind) Prepare(c *Compiler) Step {
 			if !isStr || strings.Contains(name, "${{") {
 				continue
 			}
-			if !c.p.svc.toolsets[name] {
-				c.Errorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, toolsetsHint(c.p.svc.toolsets))
+			if !c.services().toolsets[name] {
+				c.Errorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, toolsetsHint(c.services().toolsets))
 			}
 		}
 	}
@@ -164,7 +164,7 @@ func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*tool
 			continue
 		}
 		seen[ts] = true
-		set := c.r.svc.tools
+		set := c.services().tools
 		if set == nil || !set.Has(ts) {
 			return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
 		}
@@ -268,14 +268,14 @@ func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.To
 	case ctx.Err() == nil && errors.As(err, &rpc) && !errors.Is(err, toolsets.ErrTimeout):
 		// The server refused the call itself (unknown tool, invalid
 		// arguments): the model can correct it.
-		return "error: " + c.r.x.redact.String(err.Error()), rec, nil
+		return "error: " + c.Redact(err.Error()), rec, nil
 	default:
 		return "", nil, err
 	}
 	rec["isError"] = res.IsError
 	// The text goes to the model provider: no secret of the request
 	// (a toolset's header echoed by its server, say) goes with it.
-	text := c.clip(c.r.x.redact.String(resultText(res)))
+	text := c.clip(c.Redact(resultText(res)))
 	if res.IsError {
 		return "error: " + orDefault(text, "the tool failed"), rec, nil
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"math"
 	"reflect"
 	"strconv"
@@ -11,14 +10,8 @@ import (
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// errRunSuspended ends a composite node whose sub-graph stopped because the
-// execution is suspending; the suspension itself is already recorded.
-var errRunSuspended = errors.New("execution suspended")
-
 // mapKind runs a sub-graph once per item.
 type mapKind struct{}
-
-func (mapKind) composite() bool { return true }
 
 type mapStep struct {
 	sub       *graph
@@ -42,7 +35,7 @@ func (mapKind) Prepare(c *Compiler) Step {
 		c.Errorf("nodes", "%v", err)
 		return nil
 	}
-	sub := c.p.compileGraph(c.Path("nodes"), docs, c.sc, true)
+	sub := c.subgraph("nodes", docs)
 	if sub == nil {
 		return nil
 	}
@@ -61,11 +54,14 @@ func (mapKind) Prepare(c *Compiler) Step {
 			item:  true,
 			input: outer.input,
 		}
-		s.output = compileTemplate(c.Path("output"), v, sc, c.p.d)
+		s.output = c.templateIn("output", v, sc)
 		s.hasOutput = true
 	}
 	return s
 }
+
+// subgraph is the graph every iteration runs.
+func (s *mapStep) subgraph() *graph { return s.sub }
 
 func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
@@ -101,7 +97,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		}
-		if call.r.suspended.Load() {
+		if call.suspending() {
 			<-slots
 			break
 		}
@@ -123,8 +119,8 @@ loop:
 	switch {
 	case first != nil:
 		return nil, first
-	case call.r.suspended.Load():
-		return nil, errRunSuspended
+	case call.suspending():
+		return nil, errSuspended
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
@@ -167,12 +163,9 @@ func asInt(v any) (int, bool) {
 
 func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (any, error) {
 	sc := &scope{parent: call.sc, input: call.sc.input, exec: call.sc.exec, item: item, index: i, hasItem: true}
-	gr := call.r.newGraphRun(s.sub, sc, call.ID+"["+strconv.Itoa(i)+"].", call.gr.depth)
-	if err := gr.execute(ctx); err != nil {
+	gr, err := call.runGraph(ctx, s.sub, sc, call.ID+"["+strconv.Itoa(i)+"].", call.depth())
+	if err != nil {
 		return nil, err
-	}
-	if call.r.suspended.Load() {
-		return nil, errRunSuspended
 	}
 	if !s.hasOutput {
 		return gr.output(ctx)
@@ -193,18 +186,16 @@ func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (a
 // workflowKind runs a child workflow from runtime.workflows.
 type workflowKind struct{}
 
-func (workflowKind) composite() bool { return true }
-
 func (workflowKind) Prepare(c *Compiler) Step {
 	c.With()
 	if id, ok := c.Literal("workflow"); ok {
-		if c.p.childDocs[id] == nil {
-			c.Errorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, knownIDs(c.p.childDocs))
+		if c.childDocs()[id] == nil {
+			c.Errorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, knownIDs(c.childDocs()))
 			return nil
 		}
 		c.StaticAction(protocol.ActionWorkflowRun, id)
 	}
-	return StepFunc(runChild)
+	return childStep{}
 }
 
 func knownIDs(m map[string]*document) string {
@@ -225,24 +216,27 @@ func joinQuoted(ids []string) string {
 	return s
 }
 
-func runChild(ctx context.Context, call *Call) (any, error) {
+// childStep runs the child workflow with.workflow names.
+type childStep struct{}
+
+// subgraph is nil: which child runs is known from the node's workflow.run
+// action, through which preflight finds it.
+func (childStep) subgraph() *graph { return nil }
+
+func (childStep) Run(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
 	id, err := stringField(w, "workflow")
 	if err != nil {
 		return nil, err
 	}
-	child := call.r.x.children[id]
+	child := call.childWorkflow(id)
 	if child == nil {
 		return nil, Errorf(protocol.CodeFailed, "unknown child workflow %q: not in runtime.workflows", id)
 	}
-	if depth := call.gr.depth + 1; depth > call.Limits().MaxChildDepth {
+	if depth := call.depth() + 1; depth > call.Limits().MaxChildDepth {
 		return nil, Errorf(protocol.CodeLimitExceeded, "child workflow %q would nest %d deep, over maxChildDepth (%d)", id, depth, call.Limits().MaxChildDepth)
 	}
-	permit, err := call.Authorize(ctx, protocol.ActionWorkflowRun, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := permit.check(protocol.ActionWorkflowRun, id); err != nil {
+	if err := call.Authorize(ctx, protocol.ActionWorkflowRun, id); err != nil {
 		return nil, err
 	}
 	input := w["input"]
@@ -254,12 +248,9 @@ func runChild(ctx context.Context, call *Call) (any, error) {
 		}
 	}
 	sc := &scope{input: input, exec: call.sc.exec}
-	gr := call.r.newGraphRun(child, sc, call.ID+".", call.gr.depth+1)
-	if err := gr.execute(ctx); err != nil {
+	gr, err := call.runGraph(ctx, child, sc, call.ID+".", call.depth()+1)
+	if err != nil {
 		return nil, err
-	}
-	if call.r.suspended.Load() {
-		return nil, errRunSuspended
 	}
 	return gr.output(ctx)
 }

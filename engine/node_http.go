@@ -93,8 +93,8 @@ func prepareLiteralURL(c *Compiler, raw string) {
 // prepareHost checks the host of the first hop, known before the run,
 // against the policy's hosts lists and declares its http.request.
 func prepareHost(c *Compiler, host string) {
-	if c.p.svc.http != nil { // else the policy is invalid, and reported
-		if why := policyRefuses(c.p.svc.policy, host); why != "" {
+	if c.services().http != nil { // else the policy is invalid, and reported
+		if why := policyRefuses(c.services().policy, host); why != "" {
 			c.Errorf("url", "node %q: host %s %s", c.NodeID(), host, why)
 			return
 		}
@@ -162,7 +162,7 @@ func prepareLiteralMethod(c *Compiler, m string) {
 		c.Errorf("method", "node %q: %s is not an HTTP method", c.NodeID(), quote(m))
 		return
 	}
-	if methods := c.p.svc.policy.Methods; c.p.svc.http != nil && len(methods) > 0 &&
+	if methods := c.services().policy.Methods; c.services().http != nil && len(methods) > 0 &&
 		!slices.ContainsFunc(methods, func(p string) bool { return strings.EqualFold(p, m) }) {
 		c.Errorf("method", "node %q: method %s is not in runtime.http.policy.methods", c.NodeID(), strings.ToUpper(m))
 	}
@@ -217,14 +217,10 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	}
 	req.Bound = s.bound(call, req)
 	req.Authorize = func(ctx context.Context, host string) error {
-		permit, err := call.Authorize(ctx, protocol.ActionHTTPRequest, host)
-		if err != nil {
-			return err
-		}
-		return permit.check(protocol.ActionHTTPRequest, host)
+		return call.Authorize(ctx, protocol.ActionHTTPRequest, host)
 	}
 
-	res, err := call.r.svc.http.Do(ctx, req)
+	res, err := call.services().http.Do(ctx, req)
 	if err != nil {
 		return nil, httpError(ctx, err)
 	}
@@ -265,7 +261,7 @@ func headerMap(v any) (map[string]string, error) {
 // templates name (all of them when a template indexes secrets), and
 // those whose value appears in the evaluated request anyway.
 func (s *httpStep) bound(call *Call, req *egress.Request) []protocol.Secret {
-	secrets := call.r.x.req.Runtime.HTTP.Secrets
+	secrets := call.httpSecrets()
 	var out []protocol.Secret
 	var text string
 	scanned := false

@@ -50,9 +50,9 @@ func prepareModelFields(c *Compiler) {
 		role, literal = models.GeneralRole, true
 	}
 	if literal {
-		if !c.p.lookupRole(role) {
+		if !c.hasRole(role) {
 			c.Errorf("role", "node %q: no model for role %q and no %q role to fall back to in %s%s",
-				c.NodeID(), role, models.GeneralRole, c.p.svc.modelsFrom, rolesHint(c.p.svc.models))
+				c.NodeID(), role, models.GeneralRole, c.services().modelsFrom, rolesHint(c.services().models))
 		} else {
 			c.StaticAction(protocol.ActionModelInvoke, role)
 		}
@@ -237,29 +237,25 @@ func asFloat(v any) (float64, bool) {
 // authorizes model.invoke on it (every call, as each is a side effect),
 // sends the request and counts the usage.
 func (c *Call) invokeModel(ctx context.Context, role string, req models.Request) (*models.Response, error) {
-	svc := c.r.svc
+	svc := c.services()
 	entry, ok := svc.models.Lookup(role)
 	if !ok {
 		return nil, Errorf(protocol.CodeModelError, "no model for role %q and no %q role to fall back to", role, models.GeneralRole)
 	}
-	permit, err := c.Authorize(ctx, protocol.ActionModelInvoke, role)
-	if err != nil {
-		return nil, err
-	}
-	if err := permit.check(protocol.ActionModelInvoke, role); err != nil {
+	if err := c.Authorize(ctx, protocol.ActionModelInvoke, role); err != nil {
 		return nil, err
 	}
 	provider, err := svc.clients.Provider(ctx, entry)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
-	c.r.usage.modelCalls.Add(1)
+	c.usage().modelCalls.Add(1)
 	res, err := provider.Complete(ctx, req)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
-	c.r.usage.inputTokens.Add(res.Usage.InputTokens)
-	c.r.usage.outputTokens.Add(res.Usage.OutputTokens)
+	c.usage().inputTokens.Add(res.Usage.InputTokens)
+	c.usage().outputTokens.Add(res.Usage.OutputTokens)
 	return res, nil
 }
 

@@ -25,8 +25,8 @@ type toolKind struct{}
 func (toolKind) Prepare(c *Compiler) Step {
 	c.With()
 	ts, tsLit := c.Literal("toolset")
-	if tsLit && !c.p.svc.toolsets[ts] {
-		c.Errorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, toolsetsHint(c.p.svc.toolsets))
+	if tsLit && !c.services().toolsets[ts] {
+		c.Errorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, toolsetsHint(c.services().toolsets))
 		return nil
 	}
 	if tool, ok := c.Literal("tool"); ok && tsLit {
@@ -80,19 +80,15 @@ func runTool(ctx context.Context, call *Call) (any, error) {
 // callTool authorizes tool.call on "toolset/tool" and calls the tool. A
 // denial or a consent is returned as Authorize returns it.
 func (c *Call) callTool(ctx context.Context, ts, tool string, args map[string]any) (*toolsets.Result, error) {
-	set := c.r.svc.tools
+	set := c.services().tools
 	if set == nil || !set.Has(ts) {
 		return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
 	}
 	resource := ts + "/" + tool
-	permit, err := c.Authorize(ctx, protocol.ActionToolCall, resource)
-	if err != nil {
+	if err := c.Authorize(ctx, protocol.ActionToolCall, resource); err != nil {
 		return nil, err
 	}
-	if err := permit.check(protocol.ActionToolCall, resource); err != nil {
-		return nil, err
-	}
-	c.r.usage.toolCalls.Add(1)
+	c.usage().toolCalls.Add(1)
 	res, err := set.Call(ctx, ts, tool, args)
 	if err != nil {
 		return nil, toolError(ctx, err)

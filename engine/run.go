@@ -285,7 +285,7 @@ func (gr *graphRun) execute(ctx context.Context) error {
 				ended(i)
 				continue
 			}
-			if g.nodes[i].composite {
+			if g.nodes[i].inner != nil {
 				// Composites take no slot: their inner nodes do.
 				start(i)
 				continue
@@ -395,7 +395,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 	n := gr.g.nodes[i]
 	r := gr.r
 	id := gr.prefix + n.id
-	if !n.composite {
+	if n.inner == nil {
 		defer func() { <-r.sem }() // the slot execute took for it
 	}
 	defer func() {
@@ -414,13 +414,15 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 	backoff := min(time.Duration(n.retry.BackoffMs)*time.Millisecond, maxBackoff)
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		out, ne, inner := gr.attempt(ctx, n, id, attempt)
-		if ne == nil {
+		out, err, inner := gr.attempt(ctx, n, id, attempt)
+		if err == nil {
 			return nodeState{status: protocol.NodeStatusCompleted, output: out}, nil
 		}
-		if ne.Code == codeSuspended {
+		if errors.Is(err, errSuspended) {
 			return nodeState{status: protocol.NodeStatusSuspended}, nil
 		}
+		var ne *NodeError
+		errors.As(err, &ne) // attempt's failures are all *NodeError
 		retry := attempt < n.retry.MaxAttempts && !noRetry[ne.Code] && ctx.Err() == nil
 		wait := jitter(backoff)
 		if dl, ok := ctx.Deadline(); retry && ok && time.Until(dl) < wait {
@@ -456,9 +458,11 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// attempt runs one attempt. A non-nil error carries the code; inner names
-// the innermost node at fault when the failure came from a sub-graph.
-func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int) (out any, ne *NodeError, inner string) {
+// attempt runs one attempt. It fails with errSuspended when the node waits
+// for consent (the suspension recorded) and with a *NodeError, which
+// carries the code, otherwise; inner names the innermost node at fault when
+// the failure came from a sub-graph.
+func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int) (out any, failure error, inner string) {
 	r := gr.r
 	started := time.Now()
 	// timeoutMs covers the evaluation of with as well as the step.
@@ -477,19 +481,18 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	if o := r.x.e.Observer; o != nil {
 		var end func(status, code string)
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
-		defer func() { end(attemptStatus(ne), codeOf(ne)) }()
+		defer func() { end(attemptStatus(failure), codeOf(failure)) }()
 	}
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, gr: gr, n: n, sc: gr.sc, ctx: actx}
 	out, err = runStep(actx, n, call)
 	dur := time.Since(started).Milliseconds()
 	if err != nil {
-		if errors.Is(err, errRunSuspended) {
-			return nil, &NodeError{Code: codeSuspended}, ""
-		}
-		var s *suspended
-		if errors.As(err, &s) {
+		if s := (*suspended)(nil); errors.As(err, &s) {
 			r.suspend(id, n.typ, s)
-			return nil, &NodeError{Code: codeSuspended}, ""
+			return nil, errSuspended, ""
+		}
+		if errors.Is(err, errSuspended) {
+			return nil, errSuspended, "" // recorded by the node that asked
 		}
 		var f *graphFailure
 		if errors.As(err, &f) {
@@ -507,18 +510,20 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 }
 
 // attemptStatus names how an attempt ended, for its span.
-func attemptStatus(ne *NodeError) string {
+func attemptStatus(err error) string {
 	switch {
-	case ne == nil:
+	case err == nil:
 		return string(protocol.NodeStatusCompleted)
-	case ne.Code == codeSuspended:
+	case errors.Is(err, errSuspended):
 		return string(protocol.NodeStatusSuspended)
 	}
 	return string(protocol.NodeStatusFailed)
 }
 
-func codeOf(ne *NodeError) string {
-	if ne == nil || ne.Code == codeSuspended {
+// codeOf returns the code of a failed attempt ("" when it did not fail).
+func codeOf(err error) string {
+	var ne *NodeError
+	if !errors.As(err, &ne) {
 		return ""
 	}
 	return string(ne.Code)

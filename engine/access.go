@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// This file holds the accessors the built-in kinds use to reach the
+// execution behind a Compiler or a Call, so that no kind depends on how the
+// run or the preparation is laid out.
+
+// services returns what preparation learned about the request's runtime
+// services.
+func (c *Compiler) services() *prepServices { return &c.p.svc }
+
+// hasRole reports whether a statically named model role resolves (see
+// prep.lookupRole).
+func (c *Compiler) hasRole(role string) bool { return c.p.lookupRole(role) }
+
+// childDocs returns the request's child workflows by id.
+func (c *Compiler) childDocs() map[string]*document { return c.p.childDocs }
+
+// subgraph compiles the nodes of a with field as a graph nested in this
+// node (a map's iterations), nil when they are invalid (and reported).
+func (c *Compiler) subgraph(field string, docs []nodeDoc) *graph {
+	return c.p.compileGraph(c.Path(field), docs, c.sc, true)
+}
+
+// templateIn compiles a with field in another expression scope than the
+// node's (a map's output, which sees the sub-graph's nodes).
+func (c *Compiler) templateIn(field string, v any, sc *exprScope) Template {
+	return compileTemplate(c.Path(field), v, sc, c.p.d)
+}
+
+// Redact returns s with every secret of the execution masked, for text a
+// step passes on before the engine would redact it (an agent tells its
+// model why a tool failed).
+func (c *Call) Redact(s string) string { return c.r.x.redact.String(s) }
+
+// services returns the running execution's services.
+func (c *Call) services() *runServices { return c.r.svc }
+
+// usage returns the execution's usage counters.
+func (c *Call) usage() *usageCounters { return &c.r.usage }
+
+// httpSecrets returns the request's secrets for http nodes, by name.
+func (c *Call) httpSecrets() map[string]protocol.Secret { return c.r.x.req.Runtime.HTTP.Secrets }
+
+// suspending reports whether the execution waits for a consent: a
+// composite starts nothing more.
+func (c *Call) suspending() bool { return c.r.suspended.Load() }
+
+// childWorkflow returns the compiled child workflow id names, nil when the
+// request has none by that id.
+func (c *Call) childWorkflow(id string) *graph { return c.r.x.children[id] }
+
+// depth returns the child workflow nesting of the node's graph.
+func (c *Call) depth() int { return c.gr.depth }
+
+// runGraph runs g inside the node, as a map iteration or a child workflow
+// (prefix and depth as in newGraphRun), and returns the finished run. It
+// fails as the graph did, or with errSuspended when the execution is
+// suspending.
+func (c *Call) runGraph(ctx context.Context, g *graph, sc *scope, prefix string, depth int) (*graphRun, error) {
+	gr := c.r.newGraphRun(g, sc, prefix, depth)
+	if err := gr.execute(ctx); err != nil {
+		return nil, err
+	}
+	if c.suspending() {
+		return nil, errSuspended
+	}
+	return gr, nil
+}
