@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/runnerd/lambda-runner/redact"
 
@@ -202,28 +201,9 @@ func (r *run) traced(v any) json.RawMessage {
 		b, _ = json.Marshal(map[string]any{"$unencodable": err.Error()})
 	}
 	if limit := r.x.limits.MaxEventBytes; limit > 0 && len(b) > limit {
-		b = truncated(b, limit)
+		b = protocol.Truncated(b, limit)
 	}
 	return b
-}
-
-// truncated is the marker that replaces a traced value of more than limit
-// bytes: {"$truncated":true,"bytes":N,"preview":"<start of the JSON>"}. The
-// preview is cut on a character boundary and shrunk until the marker itself
-// fits in limit, since escaping can make it longer than the bytes it shows.
-func truncated(b []byte, limit int) json.RawMessage {
-	n := min(len(b), limit/2)
-	for {
-		for n > 0 && !utf8.RuneStart(b[n]) {
-			n--
-		}
-		m, _ := json.Marshal(map[string]any{"$truncated": true, "bytes": len(b), "preview": string(b[:n])})
-		if len(m) <= limit || n == 0 {
-			return m
-		}
-		n -= max(1, (len(m)-limit+1)/2)
-		n = max(n, 0)
-	}
 }
 
 type result struct {

@@ -28,6 +28,18 @@ const DefaultMaxRequestBytes = 6 << 20
 // short enough that trickling clients cannot pile up.
 const DefaultBodyReadTimeout = 10 * time.Second
 
+// DefaultMaxStreamBytes bounds a streamed event stream (a local server, a
+// function URL in RESPONSE_STREAM mode). It keeps within the 20 MB that
+// Lambda long allowed a streamed response (now 200 MB), past which every
+// byte is also sent at a capped 2 MB/s.
+const DefaultMaxStreamBytes = 20 << 20
+
+// DefaultMaxBufferedStreamBytes bounds an event stream that a proxy
+// buffers (API Gateway, ALB, a BUFFERED function URL): their 6 MB response
+// limit less room for the response's envelope. It is counted as the body's
+// size once JSON-escaped inside that envelope.
+const DefaultMaxBufferedStreamBytes = 6<<20 - 64<<10
+
 // TokenSource checks bearer tokens. Verify returns nil for an accepted
 // token, an error wrapping tokens.ErrUnknown for any other, and an error
 // wrapping tokens.ErrUnavailable when it cannot tell (then the request is
@@ -51,6 +63,13 @@ type Handler struct {
 	// hold a connection and a goroutine. Lambda events arrive whole and are
 	// not affected.
 	BodyReadTimeout time.Duration
+	// MaxStreamBytes bounds a streamed response's event stream
+	// (DefaultMaxStreamBytes if 0); MaxBufferedStreamBytes one that a proxy
+	// buffers (DefaultMaxBufferedStreamBytes if 0), see BufferedResponse.
+	// Past it the execution is cancelled and ends with an EXECUTION_FAILED
+	// error naming LIMIT_EXCEEDED.
+	MaxStreamBytes         int64
+	MaxBufferedStreamBytes int64
 	// Logger receives one line per request and per execution: ids, status
 	// and figures, never bodies, tokens or secrets.
 	Logger *slog.Logger
@@ -69,6 +88,28 @@ func (h *Handler) RequestLimit() int64 {
 		return DefaultMaxRequestBytes
 	}
 	return h.MaxRequestBytes
+}
+
+// StreamLimits returns the bounds of an event stream: streamed and
+// buffered. Capabilities advertise them.
+func (h *Handler) StreamLimits() (streamed, buffered int64) {
+	streamed, buffered = h.MaxStreamBytes, h.MaxBufferedStreamBytes
+	if streamed <= 0 {
+		streamed = DefaultMaxStreamBytes
+	}
+	if buffered <= 0 {
+		buffered = DefaultMaxBufferedStreamBytes
+	}
+	return streamed, buffered
+}
+
+type bufferedKey struct{}
+
+// BufferedResponse marks ctx as a request whose response a proxy buffers
+// whole (API Gateway, ALB): its stream is bounded by
+// MaxBufferedStreamBytes, counted as the proxy's JSON envelope carries it.
+func BufferedResponse(ctx context.Context) context.Context {
+	return context.WithValue(ctx, bufferedKey{}, true)
 }
 
 // ServeHTTP authenticates, routes and serves one request.
@@ -210,23 +251,41 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	ew := protocol.NewWriter(w, id, func() error {
+	// The execution's context: the stream limit cancels it, so that
+	// nothing more runs once no more events can be sent.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	streamed, buffered := h.StreamLimits()
+	opts := protocol.StreamOptions{
+		MaxEventBytes:  h.Engine.Limits.WithDefaults().MaxEventBytes,
+		MaxStreamBytes: streamed,
+		OnLimit:        func() { cancel(protocol.ErrStreamLimit) },
+	}
+	if b, _ := r.Context().Value(bufferedKey{}).(bool); b {
+		opts.MaxStreamBytes, opts.Escaped = buffered, true
+	}
+	// Lines are coalesced: written at most every millisecond by the
+	// Writer's own goroutine, accepted and the terminal event at once.
+	ew := protocol.NewStreamWriter(ctx, w, id, func() error {
 		err := rc.Flush()
 		if errors.Is(err, http.ErrNotSupported) {
 			return nil // buffered transports (API Gateway) flush at the end
 		}
 		return err
-	})
+	}, opts)
 	if err := ew.Emit(&protocol.Accepted{}); err != nil {
 		log.Info("client gone before accepted was written")
 		return
 	}
 	accepted := time.Since(arrived)
-	sum := x.Run(r.Context(), ew)
+	sum := x.Run(ctx, ew)
 	sum.Accepted = accepted
+	if ew.Limited() {
+		sum.Status, sum.Code = protocol.StatusFailed, protocol.CodeLimitExceeded
+	}
 	log.Info("execution finished", "status", sum.Status, "code", sum.Code, "durationMs", sum.Duration.Milliseconds(),
 		"nodes", sum.Nodes, "inputTokens", sum.Usage.InputTokens, "outputTokens", sum.Usage.OutputTokens,
-		"clientGone", ew.Err() != nil)
+		"clientGone", ew.Err() != nil, "streamLimit", ew.Limited())
 	if h.OnExecution != nil {
 		h.OnExecution(r.Context(), sum)
 	}

@@ -62,8 +62,12 @@ type Constraints struct {
 	MaxSchemaDepth  int   `json:"maxSchemaDepth"` // nesting of an input JSON Schema
 	MaxSchemaBytes  int   `json:"maxSchemaBytes"` // size of an input JSON Schema
 	MaxEventBytes   int   `json:"maxEventBytes"`
-	MaxOutputBytes  int64 `json:"maxOutputBytes"`
-	MemoryBudget    int64 `json:"memoryBudgetBytes"`
-	MaxExprSteps    int64 `json:"maxExprSteps"`       // steps of one expression evaluation
-	MaxExprMemory   int64 `json:"maxExprMemoryBytes"` // bytes one evaluation may allocate
+	// MaxStreamBytes bounds a streamed response's event stream,
+	// MaxBufferedStreamBytes one a proxy buffers (counted JSON-escaped).
+	MaxStreamBytes         int64 `json:"maxStreamBytes"`
+	MaxBufferedStreamBytes int64 `json:"maxBufferedStreamBytes"`
+	MaxOutputBytes         int64 `json:"maxOutputBytes"`
+	MemoryBudget           int64 `json:"memoryBudgetBytes"`
+	MaxExprSteps           int64 `json:"maxExprSteps"`       // steps of one expression evaluation
+	MaxExprMemory          int64 `json:"maxExprMemoryBytes"` // bytes one evaluation may allocate
 }

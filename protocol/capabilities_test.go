@@ -21,21 +21,23 @@ var testCapabilities = Capabilities{
 	},
 	Streaming: Streaming{ContentType: ContentTypeNDJSON},
 	Constraints: Constraints{
-		MaxDurationMs:   890000,
-		MemoryMb:        1024,
-		MaxRequestBytes: 6291456,
-		MaxNodes:        200,
-		MaxConcurrency:  8,
-		MaxMapItems:     1000,
-		MaxChildDepth:   4,
-		MaxDepth:        128,
-		MaxSchemaDepth:  32,
-		MaxSchemaBytes:  65536,
-		MaxEventBytes:   262144,
-		MaxOutputBytes:  1048576,
-		MemoryBudget:    536870912,
-		MaxExprSteps:    10000000,
-		MaxExprMemory:   16777216,
+		MaxDurationMs:          890000,
+		MemoryMb:               1024,
+		MaxRequestBytes:        6291456,
+		MaxNodes:               200,
+		MaxConcurrency:         8,
+		MaxMapItems:            1000,
+		MaxChildDepth:          4,
+		MaxDepth:               128,
+		MaxSchemaDepth:         32,
+		MaxSchemaBytes:         65536,
+		MaxEventBytes:          262144,
+		MaxStreamBytes:         20971520,
+		MaxBufferedStreamBytes: 6225920,
+		MaxOutputBytes:         1048576,
+		MemoryBudget:           536870912,
+		MaxExprSteps:           10000000,
+		MaxExprMemory:          16777216,
 	},
 }
 
@@ -49,6 +51,7 @@ func TestCapabilitiesBytes(t *testing.T) {
 		`"streaming":{"contentType":"application/x-ndjson"},` +
 		`"constraints":{"maxDurationMs":890000,"memoryMb":1024,"maxRequestBytes":6291456,"maxNodes":200,` +
 		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxDepth":128,"maxSchemaDepth":32,"maxSchemaBytes":65536,"maxEventBytes":262144,` +
+		`"maxStreamBytes":20971520,"maxBufferedStreamBytes":6225920,` +
 		`"maxOutputBytes":1048576,"memoryBudgetBytes":536870912,"maxExprSteps":10000000,"maxExprMemoryBytes":16777216}}`
 	if got := marshal(t, testCapabilities); got != want {
 		t.Errorf("capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
@@ -76,7 +79,7 @@ func TestCapabilitiesKeys(t *testing.T) {
 		{"streaming", member(t, doc, "streaming"), []string{"contentType"}},
 		{"constraints", member(t, doc, "constraints"), []string{
 			"maxDurationMs", "memoryMb", "maxRequestBytes", "maxNodes", "maxConcurrency",
-			"maxMapItems", "maxChildDepth", "maxDepth", "maxSchemaDepth", "maxSchemaBytes", "maxEventBytes", "maxOutputBytes", "memoryBudgetBytes",
+			"maxMapItems", "maxChildDepth", "maxDepth", "maxSchemaDepth", "maxSchemaBytes", "maxEventBytes", "maxStreamBytes", "maxBufferedStreamBytes", "maxOutputBytes", "memoryBudgetBytes",
 			"maxExprSteps", "maxExprMemoryBytes",
 		}},
 	}
@@ -97,7 +100,7 @@ func TestCapabilitiesZeroValue(t *testing.T) {
 		`"workflows":false,"http":false,"checkpoints":false,"persistentValues":false,"consent":""},` +
 		`"streaming":{"contentType":""},` +
 		`"constraints":{"maxDurationMs":0,"memoryMb":0,"maxRequestBytes":0,"maxNodes":0,"maxConcurrency":0,` +
-		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxEventBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0,"maxExprSteps":0,"maxExprMemoryBytes":0}}`
+		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxEventBytes":0,"maxStreamBytes":0,"maxBufferedStreamBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0,"maxExprSteps":0,"maxExprMemoryBytes":0}}`
 	if got := marshal(t, Capabilities{}); got != want {
 		t.Errorf("zero capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
 	}

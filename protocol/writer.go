@@ -2,8 +2,10 @@ package protocol
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -12,28 +14,118 @@ import (
 // ErrFinished is returned by a Writer once the terminal event is written.
 var ErrFinished = errors.New("protocol: event stream already finished")
 
+// ErrStreamLimit is returned by Emit once the stream has reached its byte
+// limit: the event is dropped, and the terminal event will say so.
+var ErrStreamLimit = errors.New("protocol: event stream limit reached")
+
 // Writer frames events as NDJSON: one JSON object per line, each stamped with
-// the protocol version, the execution id, its type and the time, and flushed
-// at once so the client sees it as it happens.
+// the protocol version, the execution id, its type and the time.
+//
+// A Writer made by NewWriter writes and flushes each line as it is emitted.
+// One made by NewStreamWriter coalesces: see StreamOptions.
 //
 // It is safe for concurrent use. By construction a stream has exactly one
 // terminal event and nothing after it: Emit takes only non-terminal events,
 // Finish only terminal ones, and Finish closes the stream.
 type Writer struct {
-	mu    sync.Mutex
 	w     io.Writer
 	flush func() error
 	id    string
 	now   func() time.Time
-	done  bool
-	err   error
-	buf   bytes.Buffer
+	opts  StreamOptions
+	ctx   context.Context // a coalescing Writer's: Emit waits for room only while it lives
+
+	mu       sync.Mutex
+	done     bool  // the terminal event was taken
+	err      error // the first error writing to w
+	line     []byte
+	tmp      bytes.Buffer  // encoding/json's output, compacted raw values
+	enc      *json.Encoder // writes to tmp
+	sent     int64         // bytes taken into the stream, terminal reserve excluded
+	limited  bool          // the stream limit was reached: events dropped since
+	onLimit  func()
+	pending  []byte // a coalescing Writer's lines not yet handed to w
+	spare    []byte
+	cond     sync.Cond // signalled when lines are pending, when room frees, at close
+	started  bool      // the flusher goroutine runs
+	closing  bool      // Finish is waiting for the flusher to drain and exit
+	urgent   chan struct{}
+	exited   chan struct{}
+	stopCtx  func() bool
+	lastSent time.Time
 }
 
-// NewWriter returns a Writer for one execution. flush, if not nil, is called
-// after each line (http.ResponseController.Flush fits).
+// StreamOptions bound and shape the stream of a Writer. The zero value
+// bounds nothing and writes each line at once.
+type StreamOptions struct {
+	// MaxEventBytes bounds every line (0: unbounded). A longer event has
+	// its longest texts cut and marked "…[$truncated: N bytes]", and its
+	// traced input or output replaced by the $truncated marker, until it
+	// fits. A result's output is never cut: it counts against
+	// MaxStreamBytes instead.
+	MaxEventBytes int
+	// MaxStreamBytes bounds the whole stream (0: unbounded). Room for a
+	// terminal error event (MaxEventBytes, or DefaultTerminalReserve) is
+	// kept back, so the stream always ends properly: once an event would
+	// cut into it, that event and every later one is dropped, OnLimit is
+	// called, and the terminal event becomes an EXECUTION_FAILED error
+	// naming LIMIT_EXCEEDED.
+	MaxStreamBytes int64
+	// OnLimit is called once, without the Writer's lock held, when
+	// MaxStreamBytes is reached: the caller cancels the execution so that
+	// nothing more runs.
+	OnLimit func()
+	// Escaped counts each line as the number of bytes it takes inside a
+	// JSON string (with HTML escaping, as the Lambda runtime encodes a
+	// buffered response), rather than its own length: a buffered proxy
+	// response carries the stream as one JSON string, and its size limit
+	// applies to that encoding.
+	Escaped bool
+	// FlushInterval, for a coalescing Writer, is the least time between two
+	// writes to the underlying writer (DefaultFlushInterval if 0). Lines
+	// emitted meanwhile go out together in one write and one flush. The
+	// first line after a quiet spell, accepted and the terminal event are
+	// written at once.
+	FlushInterval time.Duration
+	// MaxBuffered bounds the bytes a coalescing Writer holds for a slow
+	// client (DefaultMaxBuffered if 0). When it is full Emit waits for the
+	// client, but only while the Writer's context lives: once it is done
+	// (the client left, the deadline passed, the stream limit was hit) the
+	// event is dropped instead, so a stalled client never holds the engine.
+	MaxBuffered int
+}
+
+// Defaults of StreamOptions.
+const (
+	DefaultFlushInterval   = time.Millisecond
+	DefaultMaxBuffered     = 1 << 20
+	DefaultTerminalReserve = 64 << 10
+)
+
+// NewWriter returns a Writer for one execution that writes each line as it
+// is emitted. flush, if not nil, is called after each line
+// (http.ResponseController.Flush fits).
 func NewWriter(w io.Writer, executionID string, flush func() error) *Writer {
-	return &Writer{w: w, flush: flush, id: executionID, now: time.Now}
+	return NewStreamWriter(nil, w, executionID, flush, StreamOptions{})
+}
+
+// NewStreamWriter returns a Writer for one execution bounded by o. With a
+// non-nil ctx it coalesces: lines are handed to w by a goroutine of the
+// Writer's own, at most every o.FlushInterval, so that a burst of events
+// costs one write and one flush, and the engine never waits on the client
+// while the buffer has room. Accepted and the terminal event are written
+// at once; Finish returns when every line is out (or the client is gone).
+// With a nil ctx every line is written as it is emitted.
+func NewStreamWriter(ctx context.Context, w io.Writer, executionID string, flush func() error, o StreamOptions) *Writer {
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.MaxBuffered <= 0 {
+		o.MaxBuffered = DefaultMaxBuffered
+	}
+	wr := &Writer{w: w, flush: flush, id: executionID, now: time.Now, opts: o, ctx: ctx, onLimit: o.OnLimit}
+	wr.cond.L = &wr.mu
+	return wr
 }
 
 // ExecutionID returns the id the Writer stamps on every event.
@@ -44,23 +136,123 @@ func (w *Writer) ExecutionID() string { return w.id }
 var errEmitTerminal = errors.New("protocol: Emit given a terminal event; use Finish")
 
 // Emit writes a non-terminal event. A terminal event (Result, Error) is
-// refused and nothing is written: the stream ends only through Finish.
+// refused and nothing is written: the stream ends only through Finish. Emit
+// may shorten e's texts to fit MaxEventBytes.
 func (w *Writer) Emit(e Event) error {
 	if _, ok := e.(Terminal); ok {
 		return errEmitTerminal
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.write(e)
+	err, hitLimit := w.emit(e)
+	w.mu.Unlock()
+	if hitLimit && w.onLimit != nil {
+		w.onLimit()
+	}
+	return err
+}
+
+func (w *Writer) emit(e Event) (err error, hitLimit bool) {
+	if w.done {
+		return ErrFinished, false
+	}
+	if w.err != nil {
+		return w.err, false
+	}
+	if w.limited {
+		return ErrStreamLimit, false
+	}
+	line, err := w.encode(e)
+	if err != nil {
+		return err, false
+	}
+	if m := w.opts.MaxStreamBytes; m > 0 && w.sent+w.cost(line) > m-w.reserve() {
+		w.limited = true
+		return ErrStreamLimit, true
+	}
+	w.sent += w.cost(line)
+	_, accepted := e.(*Accepted)
+	if w.ctx == nil || accepted {
+		return w.writeNow(line), false
+	}
+	for len(w.pending) > 0 && len(w.pending)+len(line) > w.opts.MaxBuffered && w.err == nil && w.ctx.Err() == nil {
+		w.kick()
+		w.cond.Wait()
+	}
+	if w.err != nil {
+		return w.err, false
+	}
+	if len(w.pending) > 0 && len(w.pending)+len(line) > w.opts.MaxBuffered {
+		return fmt.Errorf("protocol: event dropped, client not reading: %w", context.Cause(w.ctx)), false
+	}
+	w.pending = append(w.pending, line...)
+	w.start()
+	w.cond.Broadcast()
+	return nil, false
 }
 
 // Finish writes the terminal event and closes the stream to further events.
+// After the stream limit was reached, t is replaced by an error saying so;
+// a result too large for the room left is replaced likewise.
 func (w *Writer) Finish(t Terminal) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	err := w.write(t)
+	if w.done {
+		w.mu.Unlock()
+		return ErrFinished
+	}
 	w.done = true
+	t = w.fitTerminal(t)
+	line, err := w.encode(t)
+	if err != nil {
+		// Nothing else may end the stream: say so in the one error event
+		// that always encodes.
+		line, _ = w.encode(&Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: "terminal event unencodable: " + err.Error()}})
+	}
+	w.sent += w.cost(line)
+	if !w.started {
+		if w.err == nil {
+			if werr := w.writeNow(line); err == nil {
+				err = werr
+			}
+		} else if err == nil {
+			err = w.err
+		}
+		w.mu.Unlock()
+		return err
+	}
+	w.pending = append(w.pending, line...)
+	w.closing = true
+	w.cond.Broadcast()
+	w.kick()
+	w.mu.Unlock()
+	<-w.exited
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		err = w.err
+	}
 	return err
+}
+
+// fitTerminal returns the terminal event to send in place of t.
+func (w *Writer) fitTerminal(t Terminal) Terminal {
+	m := w.opts.MaxStreamBytes
+	if m <= 0 {
+		return t
+	}
+	if w.limited {
+		return &Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: fmt.Sprintf(
+			"%s: the event stream reached its limit of %d bytes (maxStreamBytes); the execution was stopped and later events dropped",
+			CodeLimitExceeded, m)}}
+	}
+	if r, ok := t.(*Result); ok {
+		line, err := w.encode(r)
+		if err == nil && w.sent+w.cost(line) > m {
+			return &Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: fmt.Sprintf(
+				"%s: the result of %d bytes does not fit in the event stream's limit of %d bytes (maxStreamBytes), %d of them already sent",
+				CodeLimitExceeded, len(line), m, w.sent)}}
+		}
+	}
+	return t
 }
 
 // Finished reports whether the terminal event was written.
@@ -68,6 +260,13 @@ func (w *Writer) Finished() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.done
+}
+
+// Limited reports whether the stream reached MaxStreamBytes.
+func (w *Writer) Limited() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.limited
 }
 
 // Err returns the first error met writing to the underlying writer: a client
@@ -78,27 +277,30 @@ func (w *Writer) Err() error {
 	return w.err
 }
 
-func (w *Writer) write(e Event) error {
-	if w.done {
-		return ErrFinished
+// reserve is the room kept back for the terminal event.
+func (w *Writer) reserve() int64 {
+	r := int64(w.opts.MaxEventBytes)
+	if r <= 0 {
+		r = DefaultTerminalReserve
 	}
-	if w.err != nil {
-		return w.err
+	if w.opts.Escaped {
+		r *= 6 // every byte may become \u00XX
 	}
-	h := e.header()
-	h.Version = Version
-	h.Type = e.eventType()
-	h.ExecutionID = w.id
-	h.At = FormatTime(w.now())
-	w.buf.Reset()
-	enc := json.NewEncoder(&w.buf)
-	// Messages quote expressions with < and >; HTML escaping would only
-	// make them unreadable.
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
-		return err
+	return r
+}
+
+// cost is what line counts against MaxStreamBytes.
+func (w *Writer) cost(line []byte) int64 {
+	if w.opts.Escaped {
+		return int64(escapedLen(line))
 	}
-	if _, err := w.w.Write(w.buf.Bytes()); err != nil {
+	return int64(len(line))
+}
+
+// writeNow writes line and flushes; the caller holds mu and nothing is
+// pending.
+func (w *Writer) writeNow(line []byte) error {
+	if _, err := w.w.Write(line); err != nil {
 		w.err = err
 		return err
 	}
@@ -111,7 +313,88 @@ func (w *Writer) write(e Event) error {
 	return nil
 }
 
+// start launches the flusher; the caller holds mu.
+func (w *Writer) start() {
+	if w.started {
+		return
+	}
+	w.started = true
+	w.urgent = make(chan struct{}, 1)
+	w.exited = make(chan struct{})
+	// A waiting Emit must notice the context ending.
+	w.stopCtx = context.AfterFunc(w.ctx, func() {
+		w.mu.Lock()
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	})
+	go w.flushLoop()
+}
+
+// kick asks the flusher to write now rather than at the next interval.
+func (w *Writer) kick() {
+	select {
+	case w.urgent <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop hands pending lines to w until Finish has been called and
+// everything is out. It writes without holding mu, so Emit never waits on
+// the client while the buffer has room.
+func (w *Writer) flushLoop() {
+	defer close(w.exited)
+	defer w.stopCtx()
+	timer := time.NewTimer(0)
+	<-timer.C
+	w.mu.Lock()
+	for {
+		for len(w.pending) == 0 && !w.closing {
+			w.cond.Wait()
+		}
+		if len(w.pending) == 0 || w.err != nil {
+			w.pending = w.pending[:0]
+			if w.closing {
+				w.mu.Unlock()
+				return
+			}
+			w.cond.Broadcast()
+			continue
+		}
+		if wait := w.opts.FlushInterval - time.Since(w.lastSent); !w.closing && wait > 0 && len(w.pending) < w.opts.MaxBuffered/2 {
+			// Let a burst gather; a terminal event or a filling buffer
+			// cuts the wait short.
+			w.mu.Unlock()
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-w.urgent:
+				if !timer.Stop() {
+					<-timer.C
+				}
+			}
+			w.mu.Lock()
+		}
+		buf := w.pending
+		w.pending, w.spare = w.spare[:0], nil
+		w.mu.Unlock()
+		_, err := w.w.Write(buf)
+		if err == nil && w.flush != nil {
+			err = w.flush()
+		}
+		w.mu.Lock()
+		w.lastSent = time.Now()
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		w.spare = buf[:0]
+		w.cond.Broadcast()
+	}
+}
+
+// timeLayout is how events carry times: RFC 3339, UTC, milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // FormatTime formats t as events carry it: RFC 3339, UTC, milliseconds.
 func FormatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return t.UTC().Format(timeLayout)
 }

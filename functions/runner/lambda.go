@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/telemetry"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -150,13 +151,13 @@ func (inv *invoker) invoke(ctx context.Context, raw json.RawMessage) (resp any, 
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("HTTP API event: %w", err)
 		}
-		return orError(inv.v2.ProxyWithContext(ctx, ev))
+		return orError(inv.v2.ProxyWithContext(functions.BufferedResponse(ctx), ev))
 	case kindV1:
 		var ev events.APIGatewayProxyRequest
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("REST API event: %w", err)
 		}
-		resp, err := inv.v1.ProxyWithContext(ctx, ev)
+		resp, err := inv.v1.ProxyWithContext(functions.BufferedResponse(ctx), ev)
 		resp.Headers = singleValued(resp.MultiValueHeaders)
 		return orError(resp, err)
 	default:
@@ -164,7 +165,7 @@ func (inv *invoker) invoke(ctx context.Context, raw json.RawMessage) (resp any, 
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, fmt.Errorf("ALB event: %w", err)
 		}
-		resp, err := inv.alb.ProxyWithContext(ctx, ev)
+		resp, err := inv.alb.ProxyWithContext(functions.BufferedResponse(ctx), ev)
 		resp.Headers = singleValued(resp.MultiValueHeaders)
 		return orError(resp, err)
 	}

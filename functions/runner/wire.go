@@ -51,13 +51,15 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 	}
 	eng.Services = svc
 	h := &functions.Handler{
-		Tokens:          src,
-		Engine:          eng,
-		MaxRequestBytes: cfg.MaxRequestBytes,
-		BodyReadTimeout: cfg.BodyReadTimeout,
-		Logger:          logger,
+		Tokens:                 src,
+		Engine:                 eng,
+		MaxRequestBytes:        cfg.MaxRequestBytes,
+		BodyReadTimeout:        cfg.BodyReadTimeout,
+		MaxStreamBytes:         cfg.MaxStreamBytes,
+		MaxBufferedStreamBytes: cfg.MaxBufferedStreamBytes,
+		Logger:                 logger,
 	}
-	h.Capabilities = capabilities(eng, h.RequestLimit())
+	h.Capabilities = capabilities(eng, h)
 	if cfg.Lambda {
 		m := telemetry.NewMetrics(stdout, cfg.FunctionName)
 		h.OnExecution = m.OnExecution
@@ -68,7 +70,9 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 
 // capabilities describes this deployment from the same values the engine
 // and the handler enforce, defaults applied.
-func capabilities(eng *engine.Engine, maxRequestBytes int64) protocol.Capabilities {
+func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilities {
+	maxRequestBytes := h.RequestLimit()
+	streamed, buffered := h.StreamLimits()
 	l := eng.Limits.WithDefaults()
 	types := eng.NodeTypes()
 	has := func(t string) bool {
@@ -108,21 +112,23 @@ func capabilities(eng *engine.Engine, maxRequestBytes int64) protocol.Capabiliti
 		},
 		Streaming: protocol.Streaming{ContentType: protocol.ContentTypeNDJSON},
 		Constraints: protocol.Constraints{
-			MaxDurationMs:   l.ExecutionTime().Milliseconds(),
-			MemoryMb:        l.MemoryMB,
-			MaxRequestBytes: maxRequestBytes,
-			MaxNodes:        l.MaxNodes,
-			MaxConcurrency:  l.MaxConcurrency,
-			MaxMapItems:     l.MaxMapItems,
-			MaxChildDepth:   l.MaxChildDepth,
-			MaxDepth:        l.MaxDepth,
-			MaxSchemaDepth:  l.MaxSchemaDepth,
-			MaxSchemaBytes:  l.MaxSchemaBytes,
-			MaxEventBytes:   l.MaxEventBytes,
-			MaxOutputBytes:  l.MaxOutputBytes,
-			MemoryBudget:    l.MemoryBudget,
-			MaxExprSteps:    l.MaxExprSteps,
-			MaxExprMemory:   l.MaxExprMemory,
+			MaxDurationMs:          l.ExecutionTime().Milliseconds(),
+			MemoryMb:               l.MemoryMB,
+			MaxRequestBytes:        maxRequestBytes,
+			MaxNodes:               l.MaxNodes,
+			MaxConcurrency:         l.MaxConcurrency,
+			MaxMapItems:            l.MaxMapItems,
+			MaxChildDepth:          l.MaxChildDepth,
+			MaxDepth:               l.MaxDepth,
+			MaxSchemaDepth:         l.MaxSchemaDepth,
+			MaxSchemaBytes:         l.MaxSchemaBytes,
+			MaxEventBytes:          l.MaxEventBytes,
+			MaxStreamBytes:         streamed,
+			MaxBufferedStreamBytes: buffered,
+			MaxOutputBytes:         l.MaxOutputBytes,
+			MemoryBudget:           l.MemoryBudget,
+			MaxExprSteps:           l.MaxExprSteps,
+			MaxExprMemory:          l.MaxExprMemory,
 		},
 	}
 }

@@ -106,6 +106,7 @@ func TestBareDeployment(t *testing.T) {
 			MaxDurationMs: 899_500, MemoryMb: 512, MaxRequestBytes: 6 << 20,
 			MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
 			MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryBudget: 128 << 20, // a quarter of 512 MB
+			MaxStreamBytes: 20 << 20, MaxBufferedStreamBytes: 6<<20 - 64<<10,
 		}},
 		{"memory and timeout", map[string]string{"RUNNER_MEMORY_MB": "1024", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "2048",
 			"RUNNER_TIMEOUT_SECONDS": "60", "RUNNER_RESERVE_MS": "1500", "RUNNER_MAX_REQUEST_BYTES": "2048"}, protocol.Constraints{

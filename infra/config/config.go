@@ -44,7 +44,12 @@ type Config struct {
 	Timeout         time.Duration // RUNNER_TIMEOUT_SECONDS: the function's configured timeout (0: engine.DefaultMaxDuration)
 	Reserve         time.Duration // RUNNER_RESERVE_MS: kept back to write the terminal event (0: engine.DefaultReserve)
 	MaxRequestBytes int64         // RUNNER_MAX_REQUEST_BYTES (0: functions.DefaultMaxRequestBytes)
-	BodyReadTimeout time.Duration // RUNNER_BODY_READ_TIMEOUT_MS: reading a request body off a connection (0: functions.DefaultBodyReadTimeout)
+	// RUNNER_MAX_STREAM_BYTES, RUNNER_MAX_BUFFERED_STREAM_BYTES: event
+	// stream bounds, streamed and buffered (0: functions.DefaultMaxStreamBytes,
+	// functions.DefaultMaxBufferedStreamBytes).
+	MaxStreamBytes         int64
+	MaxBufferedStreamBytes int64
+	BodyReadTimeout        time.Duration // RUNNER_BODY_READ_TIMEOUT_MS: reading a request body off a connection (0: functions.DefaultBodyReadTimeout)
 
 	// Execution limits, each 0 for the engine's default (engine.Limits).
 
@@ -88,30 +93,32 @@ const (
 func Load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
-		RuntimeAPI:      getenv("AWS_LAMBDA_RUNTIME_API"),
-		FunctionName:    strings.TrimSpace(getenv("AWS_LAMBDA_FUNCTION_NAME")),
-		Addr:            r.str("RUNNER_ADDR", "127.0.0.1:8080"),
-		Tokens:          splitList(getenv("RUNNER_TOKENS")),
-		TokenSecretID:   strings.TrimSpace(getenv("RUNNER_TOKEN_SECRET_ID")),
-		TokenCacheTTL:   r.duration("RUNNER_TOKEN_CACHE_TTL"),
-		TokenRefreshGap: r.duration("RUNNER_TOKEN_REFRESH_INTERVAL"),
-		LogLevel:        r.level("RUNNER_LOG_LEVEL"),
-		Timeout:         time.Duration(r.int("RUNNER_TIMEOUT_SECONDS", 1, 86400)) * time.Second,
-		Reserve:         time.Duration(r.int("RUNNER_RESERVE_MS", 50, 60_000)) * time.Millisecond,
-		MaxRequestBytes: r.int64("RUNNER_MAX_REQUEST_BYTES", 1024),
-		BodyReadTimeout: time.Duration(r.int("RUNNER_BODY_READ_TIMEOUT_MS", 100, 300_000)) * time.Millisecond,
-		MaxNodes:        r.int("RUNNER_MAX_NODES", 1, 1_000_000),
-		MaxConcurrency:  r.int("RUNNER_MAX_CONCURRENCY", 1, 1024),
-		MaxMapItems:     r.int("RUNNER_MAX_MAP_ITEMS", 1, 1_000_000),
-		MaxChildDepth:   r.int("RUNNER_MAX_CHILD_DEPTH", 1, 64),
-		MaxDepth:        r.int("RUNNER_MAX_DEPTH", 8, 10_000),
-		MaxSchemaDepth:  r.int("RUNNER_MAX_SCHEMA_DEPTH", 2, 1_000),
-		MaxSchemaBytes:  r.int("RUNNER_MAX_SCHEMA_BYTES", 64, 16<<20),
-		MaxEventBytes:   r.int("RUNNER_MAX_EVENT_BYTES", 256, 16<<20),
-		MemoryBudget:    r.int64("RUNNER_MEMORY_BUDGET_BYTES", 1024),
-		MaxOutputBytes:  r.int64("RUNNER_MAX_OUTPUT_BYTES", 256),
-		MaxExprSteps:    r.int64("RUNNER_MAX_EXPR_STEPS", 1_000),
-		MaxExprMemory:   r.int64("RUNNER_MAX_EXPR_MEMORY_BYTES", 1024),
+		RuntimeAPI:             getenv("AWS_LAMBDA_RUNTIME_API"),
+		FunctionName:           strings.TrimSpace(getenv("AWS_LAMBDA_FUNCTION_NAME")),
+		Addr:                   r.str("RUNNER_ADDR", "127.0.0.1:8080"),
+		Tokens:                 splitList(getenv("RUNNER_TOKENS")),
+		TokenSecretID:          strings.TrimSpace(getenv("RUNNER_TOKEN_SECRET_ID")),
+		TokenCacheTTL:          r.duration("RUNNER_TOKEN_CACHE_TTL"),
+		TokenRefreshGap:        r.duration("RUNNER_TOKEN_REFRESH_INTERVAL"),
+		LogLevel:               r.level("RUNNER_LOG_LEVEL"),
+		Timeout:                time.Duration(r.int("RUNNER_TIMEOUT_SECONDS", 1, 86400)) * time.Second,
+		Reserve:                time.Duration(r.int("RUNNER_RESERVE_MS", 50, 60_000)) * time.Millisecond,
+		MaxRequestBytes:        r.int64("RUNNER_MAX_REQUEST_BYTES", 1024),
+		MaxStreamBytes:         r.int64Range("RUNNER_MAX_STREAM_BYTES", 64<<10, 200<<20),
+		MaxBufferedStreamBytes: r.int64Range("RUNNER_MAX_BUFFERED_STREAM_BYTES", 64<<10, 6<<20),
+		BodyReadTimeout:        time.Duration(r.int("RUNNER_BODY_READ_TIMEOUT_MS", 100, 300_000)) * time.Millisecond,
+		MaxNodes:               r.int("RUNNER_MAX_NODES", 1, 1_000_000),
+		MaxConcurrency:         r.int("RUNNER_MAX_CONCURRENCY", 1, 1024),
+		MaxMapItems:            r.int("RUNNER_MAX_MAP_ITEMS", 1, 1_000_000),
+		MaxChildDepth:          r.int("RUNNER_MAX_CHILD_DEPTH", 1, 64),
+		MaxDepth:               r.int("RUNNER_MAX_DEPTH", 8, 10_000),
+		MaxSchemaDepth:         r.int("RUNNER_MAX_SCHEMA_DEPTH", 2, 1_000),
+		MaxSchemaBytes:         r.int("RUNNER_MAX_SCHEMA_BYTES", 64, 16<<20),
+		MaxEventBytes:          r.int("RUNNER_MAX_EVENT_BYTES", 256, 16<<20),
+		MemoryBudget:           r.int64("RUNNER_MEMORY_BUDGET_BYTES", 1024),
+		MaxOutputBytes:         r.int64("RUNNER_MAX_OUTPUT_BYTES", 256),
+		MaxExprSteps:           r.int64("RUNNER_MAX_EXPR_STEPS", 1_000),
+		MaxExprMemory:          r.int64("RUNNER_MAX_EXPR_MEMORY_BYTES", 1024),
 
 		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1),
 		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 1, 900_000)) * time.Millisecond,
@@ -184,6 +191,17 @@ func (r *reader) int64(name string, lo int64) int64 {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < lo {
 		r.errs = append(r.errs, fmt.Errorf("%s: %q must be a whole number of at least %d", name, v, lo))
+		return 0
+	}
+	return n
+}
+
+// int64Range reads a whole number in [lo, hi]; unset (or invalid,
+// reported) is 0.
+func (r *reader) int64Range(name string, lo, hi int64) int64 {
+	n := r.int64(name, lo)
+	if n > hi {
+		r.errs = append(r.errs, fmt.Errorf("%s: %d must be at most %d", name, n, hi))
 		return 0
 	}
 	return n
