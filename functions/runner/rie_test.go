@@ -9,14 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/runnerd/lambda-runner/infra/secrets/smtest"
 )
 
 // These tests run the built bootstrap under the Lambda runtime interface
@@ -322,57 +322,19 @@ func TestRIE(t *testing.T) {
 	})
 }
 
-// fakeSecretsManager answers GetSecretValue (JSON 1.1 protocol) with
-// versions by staging label and counts the calls.
-type fakeSecretsManager struct {
-	t        testing.TB
-	versions map[string]string
-	mu       sync.Mutex
-	calls    int
-}
-
-func (f *fakeSecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var in struct{ SecretId, VersionStage string }
-	err := json.NewDecoder(r.Body).Decode(&in)
-	if err != nil || r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" ||
-		!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDRUNNERTEST/") ||
-		in.SecretId != "runner-tokens" {
-		f.t.Errorf("unexpected Secrets Manager request %s %s target %q secret %q: %v",
-			r.Method, r.URL.Path, r.Header.Get("X-Amz-Target"), in.SecretId, err)
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	f.calls++
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	v, ok := f.versions[in.VersionStage]
-	if !ok {
-		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(map[string]string{"__type": "ResourceNotFoundException", "message": "no such version"})
-		return
-	}
-	json.NewEncoder(w).Encode(map[string]any{
-		"ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:runner-tokens-AbCdEf", "Name": "runner-tokens",
-		"VersionId": "v-" + in.VersionStage, "VersionStages": []string{in.VersionStage}, "SecretString": v,
-	})
-}
-
 // Tokens from Secrets Manager, as deployed: the bootstrap finds the secret
 // through RUNNER_TOKEN_SECRET_ID and the endpoint through
 // AWS_ENDPOINT_URL_SECRETS_MANAGER, and accepts both the current and the
 // previous version's tokens.
 func TestRIESecretsManager(t *testing.T) {
-	sm := &fakeSecretsManager{t: t, versions: map[string]string{
-		"AWSCURRENT":  `{"tokens":["sm-current-token"]}`,
-		"AWSPREVIOUS": "sm-previous-token",
-	}}
-	srv := httptest.NewServer(sm)
-	t.Cleanup(srv.Close)
+	// Two puts: the second is AWSCURRENT, the first AWSPREVIOUS.
+	sm := smtest.New(t)
+	sm.Put("runner-tokens", "sm-previous-token")
+	sm.Put("runner-tokens", `{"tokens":["sm-current-token"]}`)
 	r := startRIE(t, lambdaEnv(t, map[string]string{
 		"RUNNER_TOKENS":                    "",
 		"RUNNER_TOKEN_SECRET_ID":           "runner-tokens",
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER": srv.URL,
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER": sm.URL,
 		"AWS_ACCESS_KEY_ID":                "AKIDRUNNERTEST",
 		"AWS_SECRET_ACCESS_KEY":            "runner-test-secret-key",
 	}))
@@ -392,10 +354,7 @@ func TestRIESecretsManager(t *testing.T) {
 			}
 		})
 	}
-	sm.mu.Lock()
-	calls := sm.calls
-	sm.mu.Unlock()
-	if calls == 0 {
+	if sm.Requests("GetSecretValue") == 0 {
 		t.Error("Secrets Manager was never asked")
 	}
 	for _, secret := range []string{"sm-current-token", "sm-previous-token", "runner-test-secret-key"} {
