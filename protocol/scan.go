@@ -45,6 +45,12 @@ func (s *Syntax) Error() string {
 // Depth counts from the body: {"a":[1]} is 2 deep. A body that is not JSON
 // gives a *Syntax; other problems are an *Invalid naming each path.
 func CheckStructure(data []byte, maxDepth int) error {
+	return checkStructure(walk, data, maxDepth)
+}
+
+type walker func(data []byte, value func(st []frame, start int, container bool) (*locNode, error), dup func(st []frame, key string)) error
+
+func checkStructure(walk walker, data []byte, maxDepth int) error {
 	inv := &Invalid{}
 	err := walk(data, func(st []frame, start int, container bool) (*locNode, error) {
 		if container && maxDepth > 0 && len(st) >= maxDepth {
@@ -78,6 +84,95 @@ func (e *limitError) Error() string { return fmt.Sprintf("%s: nested deeper than
 // it is) and whether it is an array or object; dup for each repeated key
 // of an object, with the key's member current.
 func walk(data []byte, value func(st []frame, start int, container bool) (*locNode, error), dup func(st []frame, key string)) error {
+	if !json.Valid(data) {
+		return walkTokens(data, value, dup)
+	}
+	// Valid JSON (checked by encoding/json, the one parser) needs no
+	// tokenizer to be walked: strings are skipped to their closing quote,
+	// and a key is only copied out of the body to be remembered.
+	var st []frame
+	i := 0
+	for {
+		i = skipSpace(data, i)
+		c := data[i]
+		if c == '}' || c == ']' {
+			st = st[:len(st)-1]
+			i++
+			if len(st) == 0 {
+				return nil
+			}
+			continue
+		}
+		if f := top(st); f != nil && f.obj && f.index != 1 {
+			end := skipString(data, i)
+			key := string(data[i+1 : end-1])
+			if bytes.IndexByte(data[i+1:end-1], '\\') >= 0 {
+				_ = json.Unmarshal(data[i:end], &key)
+			}
+			i = end
+			f.key, f.index = key, 1
+			f.n++
+			if f.n == 1 {
+				f.first = key
+				continue
+			}
+			if f.keys == nil {
+				f.keys = map[string]struct{}{f.first: {}}
+			}
+			if _, seen := f.keys[key]; seen {
+				dup(st, key)
+			}
+			f.keys[key] = struct{}{}
+			continue
+		}
+		advance(st)
+		container := c == '{' || c == '['
+		loc, err := value(st, i, container)
+		if err != nil {
+			return err
+		}
+		if container {
+			st = append(st, frame{obj: c == '{', index: -1, loc: loc})
+			i++
+			continue
+		}
+		if c == '"' {
+			i = skipString(data, i)
+		} else {
+			for i < len(data) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(data[i])) {
+				i++
+			}
+		}
+		if len(st) == 0 {
+			return nil
+		}
+	}
+}
+
+func top(st []frame) *frame {
+	if len(st) == 0 {
+		return nil
+	}
+	return &st[len(st)-1]
+}
+
+// skipString returns the offset just past the string starting at i.
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(data)
+}
+
+// walkTokens is walk for a body encoding/json refuses: it reports what it
+// meets before the point of failure (nesting, duplicates) and then where
+// the body stops being JSON.
+func walkTokens(data []byte, value func(st []frame, start int, container bool) (*locNode, error), dup func(st []frame, key string)) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var st []frame

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,6 +119,13 @@ func FuzzCheckStructure(f *testing.F) {
 		}
 		if valid := json.Valid(data); valid == isSyntax {
 			t.Fatalf("json.Valid %v, CheckStructure %v", valid, err)
+		}
+		if json.Valid(data) {
+			// The fast walk of valid bodies and the token walk agree.
+			slow := checkStructure(walkTokens, data, depth)
+			if fmt.Sprint(err) != fmt.Sprint(slow) {
+				t.Fatalf("walk: %v\ntoken walk: %v", err, slow)
+			}
 		}
 		if isSyntax && (se.Offset < 0 || se.Offset > len(data) || se.Line < 1 || se.Column < 1) {
 			t.Fatalf("position out of range: %+v", se)
