@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// FuzzExprEval evaluates any expression an author could write under small
+// budgets: it never panics, and it ends (with a value, EXPRESSION_ERROR or
+// LIMIT_EXCEEDED) within its budget, well before the context would stop it.
+//
+// The seed corpus, the hostile payloads among it, runs with plain go test;
+// go test -fuzz=FuzzExprEval ./engine/ explores further.
+func FuzzExprEval(f *testing.F) {
+	for _, s := range []string{
+		"input.a + 1",
+		"let s0 = 'xxxxxxxx'; let s1 = s0 + s0; let s2 = s1 + s1; let s3 = s2 + s2; let s4 = s3 + s3; let s5 = s4 + s4; s5 + s5 + s5",
+		"repeat(repeat('x', 1000000), 1000)",
+		"sum(input.a, {sum(input.a, {# + 1})})",
+		"none(input.a, {any(input.a, {# > 1})})",
+		"reduce(1..40, #acc + #acc, 'xy')",
+		"join(split(repeat('ab', 100000), ''), ' ')",
+		"toJSON(map(input.a, {[#, #, #]}))",
+		"map(1..999999, 1..999999)",
+		"len(string(input)) + len(toJSON(input))",
+		"groupBy(input.a, {# % 7})",
+		"sortBy(map(input.a, {{'k': #}}), {.k})",
+		"upper(replace(repeat('a', 1000), 'a', repeat('b', 1000)))",
+		"fromJSON(toJSON(input)).a[0]",
+		"concat(input.a, input.a, input.a)",
+		"flatten(map(input.a, {input.a}))",
+		"int('x')",
+		"input.missing.deeper",
+	} {
+		f.Add(s)
+	}
+	a := make([]any, 2000)
+	for i := range a {
+		a[i] = float64(i)
+	}
+	input := map[string]any{"a": a}
+	sc := &exprScope{visible: func(string) bool { return false }, ancestors: func() []string { return nil }, item: true}
+	l := Limits{MaxExprSteps: 200_000, MaxExprMemory: 1 << 20}
+	f.Fuzz(func(t *testing.T, src string) {
+		e, err := compileExpr(src, sc)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ev := &evaluator{sc: &scope{input: input, hasItem: true, item: 1.0}, budget: exprBudget{ctx: ctx, maxSteps: l.MaxExprSteps, maxMem: l.MaxExprMemory}}
+		start := time.Now()
+		_, err = ev.run(e)
+		var stopped *exprStopped
+		if errors.As(err, &stopped) {
+			t.Fatalf("%q ran until its context ended (%v): the budgets did not stop it", src, time.Since(start))
+		}
+	})
+}
