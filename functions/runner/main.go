@@ -26,6 +26,10 @@ import (
 	"github.com/runnerd/lambda-runner/infra/tokens"
 )
 
+// gcPercent is the GC target unless GOGC is set: the heap may grow to five
+// times what is live between collections, which the memory limit bounds.
+const gcPercent = 400
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
@@ -71,6 +75,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Leave a tenth of the function's memory to the runtime and the
 		// stack; the GC works harder before Lambda would kill us.
 		debug.SetMemoryLimit(int64(cfg.MemoryMB) << 20 * 9 / 10)
+	}
+	if getenv("GOGC") == "" {
+		// The memory limit, not GOGC's 100%, is what keeps the heap inside
+		// the function: collect less often until it nears (docs/deploy.md).
+		debug.SetGCPercent(gcPercent)
 	}
 	if *check {
 		if _, err := services(ctx, cfg); err != nil {

@@ -32,10 +32,13 @@ func runEnv(vars map[string]string) func(string) string {
 	}
 }
 
-// keepMemoryLimit restores the process's memory limit, which run sets.
+// keepMemoryLimit restores the process's memory limit and GC target,
+// which run sets.
 func keepMemoryLimit(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	prevGC := debug.SetGCPercent(-1)
+	debug.SetGCPercent(prevGC)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev); debug.SetGCPercent(prevGC) })
 }
 
 // watchedBuffer is an output of run that a test can wait on.
@@ -236,27 +239,36 @@ func TestRunHonoursRunnerTokens(t *testing.T) {
 
 func TestRunSetsTheMemoryLimit(t *testing.T) {
 	tests := []struct {
-		name string
-		vars map[string]string
-		want int64 // -1: left as it was
+		name   string
+		vars   map[string]string
+		want   int64 // -1: left as it was
+		wantGC int   // -1: left as it was
 	}{
-		{"from the function's memory", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}, 1024 << 20 * 9 / 10},
-		{"GOMEMLIMIT wins", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "GOMEMLIMIT": "300MiB"}, -1},
+		{"from the function's memory", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}, 1024 << 20 * 9 / 10, gcPercent},
+		{"GOMEMLIMIT wins", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "GOMEMLIMIT": "300MiB"}, -1, gcPercent},
+		{"GOGC wins", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "GOGC": "100"}, 1024 << 20 * 9 / 10, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keepMemoryLimit(t)
-			const sentinel = 1 << 40
+			const sentinel, sentinelGC = 1 << 40, 123
 			debug.SetMemoryLimit(sentinel)
+			debug.SetGCPercent(sentinelGC)
 			// Without tokens run stops right after setting the limit.
 			var stdout, stderr bytes.Buffer
 			_ = run(context.Background(), nil, runEnv(tt.vars), &stdout, &stderr)
-			want := tt.want
+			want, wantGC := tt.want, tt.wantGC
 			if want < 0 {
 				want = sentinel
 			}
+			if wantGC < 0 {
+				wantGC = sentinelGC
+			}
 			if got := debug.SetMemoryLimit(-1); got != want {
 				t.Errorf("memory limit = %d, want %d", got, want)
+			}
+			if got := debug.SetGCPercent(sentinelGC); got != wantGC {
+				t.Errorf("GC percent = %d, want %d", got, wantGC)
 			}
 		})
 	}
