@@ -67,14 +67,23 @@ sam-build: version
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./protocol/ ./engine/ ./functions/ | tee bench.out
 
-## bench-lambda: Lambda figures: bootstrap sizes (arm64 as deployed, and this
-## machine's), cold start and time to accepted under aws-lambda-rie (medians)
-BENCH_LAMBDA_RUNS ?= 7
+## bench-lambda: Lambda figures: bootstrap sizes (linux/arm64 stripped, as
+## deployed), cold start (INIT) and time to accepted under aws-lambda-rie
+## (medians), the runner beside a Bedrock-only build and a bare lambdaurl
+## function built in the same run (functions/runner/testdata/bare)
+BENCH_LAMBDA_RUNS ?= 11
+BENCH_BUILDS := bootstrap bootstrap-bedrock bare
 bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
-	@for f in $(BIN)/bootstrap $(BIN)/bootstrap-local; do \
-		wc -c < $$f | awk -v f=$$f '{ printf "size %-22s %9d bytes  %6.2f MB\n", f, $$1, $$1 / 1e6 }'; \
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock ./functions/runner
+	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock-local ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $(BIN)/bare ./functions/runner/testdata/bare
+	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $(BIN)/bare-local ./functions/runner/testdata/bare
+	@for f in $(BENCH_BUILDS); do \
+		wc -c < $(BIN)/$$f | awk -v f=$$f '{ printf "size linux/arm64 %-18s %9d bytes  %6.2f MB\n", f, $$1, $$1 / 1e6 }'; \
 	done | tee bench-lambda.out
-	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -run '^$$' -bench Lambda \
+	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) \
+	RUNNER_TEST_BENCH_BOOTSTRAPS="bedrock-only=$(abspath $(BIN)/bootstrap-bedrock-local) bare=$(abspath $(BIN)/bare-local)" \
+	$(GO) test -run '^$$' -bench Lambda \
 		-benchtime $(BENCH_LAMBDA_RUNS)x -count 1 -timeout 10m ./functions/runner/ | tee -a bench-lambda.out
 
 ## lint: gofmt, go vet, staticcheck, cfn-lint on template.yaml

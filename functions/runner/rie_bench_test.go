@@ -3,9 +3,11 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,13 +42,32 @@ var initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
 // bootstrap process, which initialises, takes the event and answers.
 // init-ms is the init phase the emulator reports (process start to the
 // runtime's first request for an event), Lambda's Init Duration.
+//
+// Beside the runner (RUNNER_TEST_BOOTSTRAP), make bench-lambda measures in
+// the same run the builds named by RUNNER_TEST_BENCH_BOOTSTRAPS, a list of
+// name=path: a bare lambdaurl function (testdata/bare), the yardstick, and
+// a Bedrock-only build.
 func BenchmarkLambdaColdStartRIE(b *testing.B) {
+	boots := [][2]string{{"runner", bootstrapPath(b)}}
+	for _, f := range strings.Fields(os.Getenv("RUNNER_TEST_BENCH_BOOTSTRAPS")) {
+		name, path, ok := strings.Cut(f, "=")
+		if !ok {
+			b.Fatalf("RUNNER_TEST_BENCH_BOOTSTRAPS: %q is not name=path", f)
+		}
+		boots = append(boots, [2]string{name, path})
+	}
+	for _, boot := range boots {
+		b.Run(boot[0], func(b *testing.B) { benchmarkColdStartRIE(b, boot[1]) })
+	}
+}
+
+func benchmarkColdStartRIE(b *testing.B, boot string) {
 	env := lambdaEnv(b, map[string]string{"LOG_LEVEL": "info"})
 	ev := functionURLEvent("GET", "/v1/capabilities", testToken, "")
 	var cold, inits []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		r := startRIE(b, env)
+		r := startRIEWith(b, env, boot)
 		start := time.Now()
 		if p, _ := r.streamed(b, ev, ""); p.StatusCode != 200 {
 			b.Fatalf("status %d", p.StatusCode)

@@ -65,7 +65,13 @@ type rie struct {
 // invocation, as Lambda does on a cold start.
 func startRIE(t testing.TB, env map[string]string) *rie {
 	t.Helper()
-	bin, boot := rieBinary(t), bootstrapPath(t)
+	return startRIEWith(t, env, bootstrapPath(t))
+}
+
+// startRIEWith is startRIE with the bootstrap binary boot.
+func startRIEWith(t testing.TB, env map[string]string, boot string) *rie {
+	t.Helper()
+	bin := rieBinary(t)
 	addr, api := freeAddr(t), freeAddr(t)
 	out, stop := startProcess(t, env, bin,
 		"--runtime-interface-emulator-address", addr, "--runtime-api-address", api, boot)
