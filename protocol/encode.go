@@ -21,7 +21,7 @@ func (w *Writer) encode(e Event) ([]byte, error) {
 	if m := w.opts.MaxEventBytes; m > 0 {
 		// A text longer than the line cannot fit whatever else is cut:
 		// cut it first, so that a huge message is never encoded whole.
-		texts, _ := fields(e)
+		texts, _ := fields(e, &w.texts)
 		for _, p := range texts {
 			if len(*p) > m {
 				*p = cutText(*p, m, len(*p))
@@ -267,7 +267,7 @@ func truncatedText(n int) string {
 // at most once, by at least the excess, so this ends; if the header alone
 // is over limit the line stays over it.
 func (w *Writer) shrink(e Event, limit int) ([]byte, error) {
-	texts, raw := fields(e)
+	texts, raw := fields(e, &w.texts)
 	rawDone := raw == nil
 	for {
 		line, err := w.appendEvent(w.line[:0], e)
@@ -307,21 +307,23 @@ func (w *Writer) shrink(e Event, limit int) ([]byte, error) {
 	}
 }
 
-// fields returns the texts of e that may be cut, and its traced value.
-func fields(e Event) (texts []*string, raw *json.RawMessage) {
+// fields returns the texts of e that may be cut, in buf (so that the hot
+// path allocates nothing), and its traced value.
+func fields(e Event, buf *[6]*string) (texts []*string, raw *json.RawMessage) {
+	t := buf[:0]
 	switch e := e.(type) {
 	case *NodeStarted:
-		return []*string{&e.NodeID, &e.NodeType}, rawOf(&e.Input)
+		return append(t, &e.NodeID, &e.NodeType), rawOf(&e.Input)
 	case *NodeCompleted:
-		return []*string{&e.NodeID, &e.NodeType}, rawOf(&e.Output)
+		return append(t, &e.NodeID, &e.NodeType), rawOf(&e.Output)
 	case *NodeFailed:
-		return []*string{&e.Error.Message, (*string)(&e.Error.Code), &e.NodeID, &e.NodeType}, nil
+		return append(t, &e.Error.Message, (*string)(&e.Error.Code), &e.NodeID, &e.NodeType), nil
 	case *NodeSuspended:
-		return []*string{&e.NodeID, &e.NodeType, &e.Reason, &e.Request.Action, &e.Request.Resource}, nil
+		return append(t, &e.NodeID, &e.NodeType, &e.Reason, &e.Request.Action, &e.Request.Resource), nil
 	case *PermissionDecision:
-		return []*string{&e.NodeID, &e.Action, &e.Resource, &e.Decision, &e.Source, &e.Reason}, nil
+		return append(t, &e.NodeID, &e.Action, &e.Resource, &e.Decision, &e.Source, &e.Reason), nil
 	case *Error:
-		return []*string{&e.Error.Message, &e.Error.NodeID}, nil
+		return append(t, &e.Error.Message, &e.Error.NodeID), nil
 	}
 	return nil, nil
 }

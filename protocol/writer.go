@@ -39,6 +39,7 @@ type Writer struct {
 	done     bool  // the terminal event was taken
 	err      error // the first error writing to w
 	line     []byte
+	texts    [6]*string    // fields' scratch
 	tmp      bytes.Buffer  // encoding/json's output, compacted raw values
 	enc      *json.Encoder // writes to tmp
 	sent     int64         // bytes taken into the stream, terminal reserve excluded

@@ -1,0 +1,207 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestAppendStringMatchesEncodingJSON checks the hand-written string
+// encoder against encoding/json (HTML escaping off) on awkward input.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\s`, "\x00\x01\x1f\x7f", "\b\f\n\r\t", "<>&", "\u2028\u2029", "é€😀", "bad\xffutf8\xc3", "a\u2028b"} {
+		checkAppendString(t, s)
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", `"\`, "\x00\u2028<&>", "bad\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkAppendString)
+}
+
+func checkAppendString(t *testing.T, s string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSuffix(buf.String(), "\n")
+	if got := string(appendString(nil, s)); got != want {
+		t.Errorf("appendString(%q) = %s, want %s", s, got, want)
+	}
+	if !utfValid(s) {
+		return
+	}
+	esc, _ := json.Marshal(s) // HTML escaping on, as the Lambda runtime
+	if got, want := escapedLen([]byte(s)), len(esc)-2; got != want {
+		t.Errorf("escapedLen(%q) = %d, want %d", s, got, want)
+	}
+}
+
+func utfValid(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
+
+// TestWriterEventLimit checks that every line fits MaxEventBytes, with the
+// longest texts cut and marked.
+func TestWriterEventLimit(t *testing.T) {
+	const limit = 512
+	big := strings.Repeat(`<"é`, 4000)
+	tests := []struct {
+		name  string
+		event Event
+	}{
+		{"node.failed", &NodeFailed{NodeID: "a", NodeType: "fail", Attempt: 1, Error: NodeError{Code: CodeFailed, Message: big}}},
+		{"node.failed long id too", &NodeFailed{NodeID: strings.Repeat("n", 3000), NodeType: "fail", Attempt: 1, Error: NodeError{Code: CodeFailed, Message: big}}},
+		{"permission.decision", &PermissionDecision{NodeID: "a", Action: "http", Resource: big, Decision: "deny", Source: "policy", Reason: big}},
+		{"node.completed output", &NodeCompleted{NodeID: "a", NodeType: "set", Attempt: 1, Output: json.RawMessage(`"` + strings.Repeat("x", 5000) + `"`)}},
+		{"error", &Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: big, NodeID: "a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w := NewStreamWriter(nil, &buf, "x", nil, StreamOptions{MaxEventBytes: limit})
+			if err := send(w, tt.event); err != nil {
+				t.Fatal(err)
+			}
+			line := buf.Bytes()
+			if len(line) > limit {
+				t.Errorf("line of %d bytes, want at most %d: %s", len(line), limit, line)
+			}
+			if !json.Valid(line) || !bytes.Contains(line, []byte("$truncated")) {
+				t.Errorf("line not valid JSON with a $truncated mark: %s", line)
+			}
+		})
+	}
+}
+
+// TestWriterStreamLimit checks the stream bound: events past it are
+// dropped, OnLimit is called once, and the terminal event says why.
+func TestWriterStreamLimit(t *testing.T) {
+	for _, coalesce := range []bool{false, true} {
+		var buf bytes.Buffer
+		calls := 0
+		var ctx context.Context
+		if coalesce {
+			ctx = t.Context()
+		}
+		w := NewStreamWriter(ctx, &buf, "x", nil, StreamOptions{MaxEventBytes: 300, MaxStreamBytes: 2000, OnLimit: func() { calls++ }})
+		if err := w.Emit(&Accepted{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 100; i++ {
+			_ = w.Emit(&NodeStarted{NodeID: "n", NodeType: "set", Attempt: 1})
+		}
+		if err := w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		if buf.Len() > 2000 || calls != 1 || !w.Limited() {
+			t.Errorf("coalesce %v: %d bytes, OnLimit called %d times, limited %v", coalesce, buf.Len(), calls, w.Limited())
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, `"type":"error"`) || !strings.Contains(last, "LIMIT_EXCEEDED") {
+			t.Errorf("coalesce %v: terminal %s", coalesce, last)
+		}
+	}
+}
+
+// slowWriter blocks every write until released, like a client not reading.
+type slowWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	writes  int
+	release chan struct{}
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	<-s.release
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	return s.buf.Write(p)
+}
+
+// TestWriterCoalesces checks that a burst costs few writes, that Emit does
+// not wait on a stalled client while the buffer has room, that a full
+// buffer stops waiting when the context ends, and that Finish delivers
+// every accepted line in order.
+func TestWriterCoalesces(t *testing.T) {
+	sw := &slowWriter{release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	w := NewStreamWriter(ctx, sw, "x", nil, StreamOptions{MaxBuffered: 64 << 10})
+	w.now = func() time.Time { return fixedTime }
+	close(sw.release) // accepted goes out at once
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	sw.release = make(chan struct{}) // now the client stalls
+	start := time.Now()
+	n := 0
+	for ; n < 200; n++ {
+		if err := w.Emit(&NodeStarted{NodeID: "a", NodeType: "set", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("200 emits to a stalled client took %v", d)
+	}
+	// Fill the buffer; with the context ended, Emit drops instead of
+	// waiting.
+	cancel()
+	dropped := false
+	for i := 0; i < 2000 && !dropped; i++ {
+		if err := w.Emit(&NodeStarted{NodeID: "a", NodeType: "set", Attempt: 1}); err != nil {
+			dropped = true
+		} else {
+			n++
+		}
+	}
+	if !dropped {
+		t.Error("Emit never dropped on a full buffer with the context ended")
+	}
+	close(sw.release)
+	if err := w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(sw.buf.String(), "\n"), "\n")
+	if len(lines) != n+2 || !strings.Contains(lines[len(lines)-1], `"type":"result"`) {
+		t.Errorf("%d lines, want %d ending with the result", len(lines), n+2)
+	}
+	if sw.writes > 20 {
+		t.Errorf("%d writes for %d lines, want them coalesced", sw.writes, len(lines))
+	}
+}
+
+// BenchmarkWriterEvent measures one node event through a coalescing Writer
+// (ns and allocs per event).
+func BenchmarkWriterEvent(b *testing.B) {
+	for _, mode := range []string{"sync", "coalesced"} {
+		b.Run(mode, func(b *testing.B) {
+			var ctx context.Context
+			if mode == "coalesced" {
+				ctx = b.Context()
+			}
+			w := NewStreamWriter(ctx, io.Discard, "0190-exec", func() error { return nil }, StreamOptions{MaxEventBytes: 64 << 10, MaxStreamBytes: 1 << 62})
+			_ = w.Emit(&Accepted{})
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				switch i % 3 {
+				case 0:
+					_ = w.Emit(&NodeStarted{NodeID: "step-1", NodeType: "set", Attempt: 1})
+				case 1:
+					_ = w.Emit(&NodeCompleted{NodeID: "step-1", NodeType: "set", Attempt: 1, DurationMs: 3})
+				default:
+					_ = w.Emit(&NodeFailed{NodeID: "step-1", NodeType: "http", Attempt: 1, Error: NodeError{Code: CodeHTTPError, Message: "status 500"}})
+				}
+			}
+			b.StopTimer()
+			_ = w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)})
+		})
+	}
+}
