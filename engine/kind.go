@@ -187,19 +187,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// stringField reads an optional string from an evaluated with.
-func stringField(with map[string]any, field string) (string, error) {
-	v, ok := with[field]
-	if !ok || v == nil {
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", Errorf(protocol.CodeExpressionError, "with.%s must be a string, got %s", field, jsonKind(v))
-	}
-	return s, nil
-}
-
 // jsonKind names a value's JSON type for messages, never its content.
 func jsonKind(v any) string {
 	switch v.(type) {

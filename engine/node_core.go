@@ -25,13 +25,10 @@ var codePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 func (failKind) Prepare(c *Compiler) Step {
 	c.With()
 	return StepFunc(func(_ context.Context, call *Call) (any, error) {
-		w := call.WithMap()
-		msg, err := stringField(w, "message")
-		if err != nil {
-			return nil, err
-		}
-		code, err := stringField(w, "code")
-		if err != nil {
+		f := call.Fields()
+		msg, _ := f.String("message")
+		code, _ := f.String("code")
+		if err := f.Err(); err != nil {
 			return nil, err
 		}
 		if msg == "" {

@@ -225,8 +225,9 @@ func (childStep) subgraph() *graph { return nil }
 
 func (childStep) Run(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
-	id, err := stringField(w, "workflow")
-	if err != nil {
+	f := call.Fields()
+	id, _ := f.String("workflow")
+	if err := f.Err(); err != nil {
 		return nil, err
 	}
 	child := call.childWorkflow(id)

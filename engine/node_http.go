@@ -15,6 +15,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
+	"golang.org/x/net/http/httpguts"
 )
 
 // httpKind sends one HTTP request through the execution's guarded egress
@@ -158,7 +159,8 @@ func policyRefuses(p protocol.HTTPPolicy, host string) string {
 }
 
 func prepareLiteralMethod(c *Compiler, m string) {
-	if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) }) {
+	// A method is an RFC 9110 token, the syntax of a field name too.
+	if !httpguts.ValidHeaderFieldName(m) {
 		c.Errorf("method", "node %q: %s is not an HTTP method", c.NodeID(), quote(m))
 		return
 	}

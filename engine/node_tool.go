@@ -44,12 +44,10 @@ func toolsetsHint(names map[string]bool) string {
 
 func runTool(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
-	ts, err := stringField(w, "toolset")
-	if err != nil {
-		return nil, err
-	}
-	tool, err := stringField(w, "tool")
-	if err != nil {
+	f := call.Fields()
+	ts, _ := f.String("toolset")
+	tool, _ := f.String("tool")
+	if err := f.Err(); err != nil {
 		return nil, err
 	}
 	if ts == "" || tool == "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/protocol"
+	"golang.org/x/net/http/httpguts"
 )
 
 // policyPath is where the policy sits in the execution request, for
@@ -45,7 +46,7 @@ func compilePolicy(p protocol.HTTPPolicy) (policy, error) {
 	out.allow = hosts("allowHosts", p.AllowHosts)
 	out.deny = hosts("denyHosts", p.DenyHosts)
 	for i, m := range p.Methods {
-		if !isToken(m) {
+		if !httpguts.ValidHeaderFieldName(m) {
 			bad(fmt.Sprintf("methods[%d]", i), "%q is not a valid HTTP method", m)
 			continue
 		}
@@ -112,22 +113,4 @@ func (p *policy) checkMethod(method, host string) error {
 		return nil
 	}
 	return blocked("method %s to host %s is not in methods (%s)", method, host, strings.Join(p.methods, ", "))
-}
-
-// isToken reports whether s is an RFC 9110 token, the syntax of methods and
-// header names.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

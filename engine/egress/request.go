@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/protocol"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Response types accepted in Request.ResponseType.
@@ -67,7 +68,7 @@ func normMethod(m string) (string, error) {
 	if m == "" {
 		return http.MethodGet, nil
 	}
-	if !isToken(m) {
+	if !httpguts.ValidHeaderFieldName(m) {
 		return "", failed("invalid HTTP method")
 	}
 	m = strings.ToUpper(m)
@@ -88,7 +89,7 @@ func buildHeader(r *Request) (http.Header, error) {
 	sort.Strings(names) // deterministic order when two names differ in case only
 	for _, k := range names {
 		v := r.Headers[k]
-		if !isToken(k) {
+		if !httpguts.ValidHeaderFieldName(k) {
 			return nil, failed("header name %q is not valid", k)
 		}
 		if http.CanonicalHeaderKey(k) == "Host" {

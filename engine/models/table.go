@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runnerd/lambda-runner/protocol"
+	"golang.org/x/net/http/httpguts"
 )
 
 // GeneralRole is the role a lookup falls back to.
@@ -65,7 +66,7 @@ func NewTable(path string, models []protocol.Model) (*Table, error) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			if !validHeaderName(name) {
+			if !httpguts.ValidHeaderFieldName(name) {
 				fail(fmt.Sprintf("%s.headers[%q]", at, name), "is not a valid header name")
 			} else if strings.ContainsAny(m.Headers[name], "\r\n\x00") {
 				fail(fmt.Sprintf("%s.headers[%q]", at, name), "value must not contain CR, LF or NUL")
@@ -96,22 +97,6 @@ func checkBaseURL(raw string) string {
 		return "must not have a query or fragment"
 	}
 	return ""
-}
-
-// validHeaderName reports whether name is an HTTP token (RFC 9110 §5.6.2).
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Lookup returns the entry for role: the exact role, else the "general"

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/runnerd/lambda-runner/protocol"
+	"golang.org/x/net/http/httpguts"
 )
 
 // TransportStreamableHTTP is the only toolset transport: the MCP streamable
@@ -132,7 +132,7 @@ func checkHeaders(path string, headers map[string]string, fail func(path, format
 		p := fmt.Sprintf("%s[%q]", path, name)
 		c := http.CanonicalHeaderKey(name)
 		switch {
-		case !isToken(name):
+		case !httpguts.ValidHeaderFieldName(name):
 			fail(p, "is not a valid header name")
 		case slices.Contains(reservedHeaders, c):
 			fail(p, "is set by the MCP transport and cannot be overridden")
@@ -146,21 +146,6 @@ func checkHeaders(path string, headers map[string]string, fail func(path, format
 			fail(p, "value contains a control character")
 		}
 	}
-}
-
-// isToken reports whether s is an RFC 9110 token, the syntax of header names.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // validHeaderValue refuses what net/http would refuse or what would split a
