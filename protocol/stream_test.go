@@ -205,3 +205,34 @@ func BenchmarkWriterEvent(b *testing.B) {
 		})
 	}
 }
+
+// TestWriterCoalescedConcurrentEmit checks that lines stay whole when many
+// goroutines emit into a small buffer that keeps filling.
+func TestWriterCoalescedConcurrentEmit(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewStreamWriter(t.Context(), &buf, "x", nil, StreamOptions{MaxBuffered: 512})
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				_ = w.Emit(&NodeFailed{NodeID: strings.Repeat(string(rune('a'+g)), 1+i%40), NodeType: "set", Error: NodeError{Code: CodeFailed, Message: strings.Repeat("m", i)}})
+			}
+		})
+	}
+	wg.Wait()
+	if err := w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 8*200+2 {
+		t.Errorf("%d lines, want %d", len(lines), 8*200+2)
+	}
+	for i, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("line %d is not whole JSON: %.120s", i, l)
+		}
+	}
+}

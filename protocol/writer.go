@@ -162,6 +162,31 @@ func (w *Writer) emit(e Event) (err error, hitLimit bool) {
 	if w.limited {
 		return ErrStreamLimit, false
 	}
+	_, accepted := e.(*Accepted)
+	// accepted goes out at once; so does anything before the flusher runs.
+	async := w.ctx != nil && (w.started || !accepted)
+	if async {
+		// Wait for room before encoding: the line is built in scratch
+		// space shared by every caller, which another Emit may use
+		// while this one waits. The buffer may so exceed MaxBuffered by
+		// one line.
+		for len(w.pending) >= w.opts.MaxBuffered && w.err == nil && w.ctx.Err() == nil {
+			w.kick()
+			w.cond.Wait()
+		}
+		if w.done {
+			return ErrFinished, false
+		}
+		if w.err != nil {
+			return w.err, false
+		}
+		if w.limited {
+			return ErrStreamLimit, false
+		}
+		if len(w.pending) >= w.opts.MaxBuffered {
+			return fmt.Errorf("protocol: event dropped, client not reading: %w", context.Cause(w.ctx)), false
+		}
+	}
 	line, err := w.encode(e)
 	if err != nil {
 		return err, false
@@ -171,19 +196,8 @@ func (w *Writer) emit(e Event) (err error, hitLimit bool) {
 		return ErrStreamLimit, true
 	}
 	w.sent += w.cost(line)
-	_, accepted := e.(*Accepted)
-	if w.ctx == nil || accepted {
+	if !async {
 		return w.writeNow(line), false
-	}
-	for len(w.pending) > 0 && len(w.pending)+len(line) > w.opts.MaxBuffered && w.err == nil && w.ctx.Err() == nil {
-		w.kick()
-		w.cond.Wait()
-	}
-	if w.err != nil {
-		return w.err, false
-	}
-	if len(w.pending) > 0 && len(w.pending)+len(line) > w.opts.MaxBuffered {
-		return fmt.Errorf("protocol: event dropped, client not reading: %w", context.Cause(w.ctx)), false
 	}
 	w.pending = append(w.pending, line...)
 	w.start()
