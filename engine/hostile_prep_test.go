@@ -87,6 +87,8 @@ func TestHostilePrepare(t *testing.T) {
 			path: "workflow.nodes[0].id", message: "duplicate key", within: time.Second},
 		{name: "duplicate in runtime", body: `{"version":1,"workflow":{"nodes":[]},"runtime":{"http":{"policy":{"allowHosts":["a"],"allowHosts":["*"]}}}}`,
 			path: "runtime.http.policy.allowHosts", message: "duplicate key", within: time.Second},
+		{name: "300,000 duplicate keys", body: `{"version":1,"workflow":{"nodes":[]},"input":{"a":1` + strings.Repeat(`,"a":1`, 300_000) + `}}`,
+			path: "input.a", message: "duplicate key \"a\"", within: 5 * time.Second},
 		{name: "duplicate in input", body: `{"version":1,"workflow":{"nodes":[]},"input":[{"a":{"b":1,"b":1}}]}`,
 			path: "input[0].a.b", message: "duplicate key", within: time.Second},
 	}

@@ -50,16 +50,26 @@ func CheckStructure(data []byte, maxDepth int) error {
 
 type walker func(data []byte, value func(st []frame, start int, container bool) (*locNode, error), dup func(st []frame, key string)) error
 
+// maxDuplicateDetails caps the duplicate keys reported one by one.
+const maxDuplicateDetails = 100
+
 func checkStructure(walk walker, data []byte, maxDepth int) error {
 	inv := &Invalid{}
+	dups := 0
 	err := walk(data, func(st []frame, start int, container bool) (*locNode, error) {
 		if container && maxDepth > 0 && len(st) >= maxDepth {
 			return nil, &limitError{path: shortPath(st), max: maxDepth}
 		}
 		return nil, nil
 	}, func(st []frame, key string) {
-		inv.Add(shortPath(st), "duplicate key %q: every key may appear once in an object", clip(key))
+		// A 6-byte "a":1 repeated would give an 80-byte detail each.
+		if dups++; dups <= maxDuplicateDetails {
+			inv.Add(shortPath(st), "duplicate key %q: every key may appear once in an object", clip(key))
+		}
 	})
+	if dups > maxDuplicateDetails {
+		inv.Add("", "%d more duplicate keys", dups-maxDuplicateDetails)
+	}
 	var le *limitError
 	if errors.As(err, &le) {
 		inv.Add(le.path, "nested deeper than maxDepth (%d levels)", le.max)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +25,8 @@ func TestCheckStructure(t *testing.T) {
 			want: []Detail{{"workflow.nodes[1].with.x", `duplicate key "x": every key may appear once in an object`}}},
 		{name: "duplicate in array of arrays", body: `[[{"a":1}],[{"b":1,"b":2}]]`,
 			want: []Detail{{"[1][0].b", `duplicate key "b": every key may appear once in an object`}}},
+		{name: "many duplicates, reported up to a cap", body: `{"a":1` + strings.Repeat(`,"a":1`, 150) + `}`,
+			want: append(slices.Repeat([]Detail{{"a", `duplicate key "a": every key may appear once in an object`}}, 100), Detail{"", "50 more duplicate keys"})},
 		{name: "key equal to a string value", body: `{"a":"b","b":"a"}`},
 		{name: "too deep", body: `{"a":{"b":[[1]]}}`, depth: 3,
 			want: []Detail{{"a.b[0]", "nested deeper than maxDepth (3 levels)"}}},
