@@ -114,7 +114,7 @@ func TestHostileExpressions(t *testing.T) {
 		},
 		{
 			name: "nested predicates over the step budget", code: protocol.CodeLimitExceeded, within: 2 * time.Second,
-			limits: func(l *Limits) { l.MaxExprSteps = 1_000_000 },
+			limits: func(l *Limits) { l.MaxExprSteps = 100_000 },
 			input:  exprHostileInput(100_000),
 			wf:     `{"nodes":[{"id":"boom","type":"set","with":{"value":"${{ none(input.a, {any(input.a, {# > 1})}) }}"}}]}`,
 		},
