@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runnerd/lambda-runner/redact"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerd/lambda-runner/redact"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/runnerd/lambda-runner/protocol"
-	"github.com/runnerd/lambda-runner/redact"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
 // Hostile secrets: an author places a host-bound secret where the runner

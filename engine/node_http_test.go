@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/runnerd/lambda-runner/redact"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/runnerd/lambda-runner/redact"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
 // ExecutionRequest is the body of POST /v1/executions.

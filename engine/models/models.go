@@ -16,7 +16,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/runnerd/lambda-runner/redact"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnerd/lambda-runner/redact"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
