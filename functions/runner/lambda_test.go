@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -399,15 +400,40 @@ func TestInvokeRealHandler(t *testing.T) {
 	}
 
 	// The execution's log line and metric line both name the request and
-	// the execution.
+	// the execution; each refusal (the 404 and the 401) has its own
+	// Responses line, and nothing else reaches stdout.
 	var finished, metric map[string]any
 	for _, l := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(l, `"msg":"execution finished"`) {
 			json.Unmarshal([]byte(l), &finished)
 		}
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &metric); err != nil {
-		t.Fatalf("stdout is not one metric line: %q", stdout.String())
+	refusals := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("stdout line is not a metric line: %q", l)
+		}
+		switch {
+		case m["Executions"] != nil && metric == nil:
+			metric = m
+		case m["Responses"] == 1.0 && m["StatusCode"] != nil:
+			code, _ := m["StatusCode"].(string)
+			id, _ := m["requestId"].(string)
+			if _, dup := refusals[code]; dup {
+				t.Errorf("two Responses lines for %s: %q", code, stdout.String())
+			}
+			refusals[code] = id
+		default:
+			t.Errorf("unexpected metric line %s", l)
+		}
+	}
+	if metric == nil {
+		t.Fatalf("no execution metric line in %q", stdout.String())
+	}
+	wantRefusals := map[string]string{"404": "req-unknown-route-under-//", "401": "req-no-token"}
+	if !maps.Equal(refusals, wantRefusals) {
+		t.Errorf("Responses lines by status code %v, want %v", refusals, wantRefusals)
 	}
 	wantID := "req-executions-under-//,-buffered"
 	if finished["requestId"] != wantID || finished["executionId"] == nil {
