@@ -147,3 +147,27 @@ func BenchmarkLambdaAcceptedStreamed(b *testing.B) {
 	}
 	reportMedian(b, accepted, map[string][]time.Duration{"total-ms": total})
 }
+
+// BenchmarkLambdaColdAccepted: a fresh process per sample whose first
+// invocation is POST /v1/executions of a one-node workflow. ms-to-accepted
+// is from the runtime's first request for an event (the end of init) to
+// the arrival of the accepted line: what a cold process adds before
+// acceptance on top of INIT (target: under 5 ms).
+func BenchmarkLambdaColdAccepted(b *testing.B) {
+	env := lambdaEnv(b, nil)
+	ev := functionURLEvent("POST", "/v1/executions", testToken,
+		`{"version":1,"workflow":{"nodes":[{"id":"a","type":"set","with":{"value":1}}]}}`)
+	var accepted []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		a := startRuntimeAPI(b, env)
+		inv := a.invoke(b, ev, time.Now().Add(time.Minute))
+		if len(inv.lineAt) == 0 {
+			b.Fatalf("no events: %q", inv.raw)
+		}
+		accepted = append(accepted, inv.lineAt[0].Sub(a.readyTime()))
+		a.stop()
+		b.StartTimer()
+	}
+	reportMedian(b, accepted, map[string][]time.Duration{"ms-to-accepted": accepted})
+}
