@@ -61,17 +61,14 @@ var statelessOnly = map[string]string{
 // the enclosing node for a map's sub-graph (nil at top level).
 func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item bool) *graph {
 	g := &graph{index: make(map[string]int, len(docs))}
-	start := p.d.len()
 	for i, nd := range docs {
-		np := fmt.Sprintf("%s[%d]", path, i)
 		if j, dup := g.index[nd.ID]; dup {
-			p.d.add(np+".id", "duplicate node id %q (also nodes[%d])", nd.ID, j)
+			// Reported, and the rest still checked: references to the id
+			// resolve to its first node.
+			p.d.add(fmt.Sprintf("%s[%d].id", path, i), "duplicate node id %q (also nodes[%d])", nd.ID, j)
 			continue
 		}
 		g.index[nd.ID] = i
-	}
-	if p.d.len() > start {
-		return nil
 	}
 	g.nodes = make([]*node, len(docs))
 	for i, nd := range docs {

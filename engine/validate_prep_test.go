@@ -123,3 +123,21 @@ func TestInputReferences(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateGoesOnPastDuplicateIDs: a duplicate node id does not hide the
+// problems of the other nodes.
+func TestValidateGoesOnPastDuplicateIDs(t *testing.T) {
+	doc := `{"nodes":[{"id":"a","type":"set"},{"id":"a","type":"set"},{"id":"b","type":"nope","needs":["a"]}]}`
+	got := New(DefaultLimits()).Validate([]byte(doc))
+	want := map[string]bool{"nodes[1].id": false, "nodes[2].type": false}
+	for _, p := range got {
+		if _, ok := want[p.Path]; ok {
+			want[p.Path] = true
+		}
+	}
+	for path, found := range want {
+		if !found {
+			t.Errorf("no problem at %s in %+v", path, got)
+		}
+	}
+}
