@@ -206,110 +206,6 @@ func (r *run) traced(v any) json.RawMessage {
 	return b
 }
 
-type result struct {
-	i     int
-	state nodeState
-	fail  *graphFailure
-}
-
-// execute runs the graph to its end: every node completed, failed, skipped
-// or never started (after a failure or a suspension). It returns a
-// *graphFailure for a node failure that ends the graph, or the context's
-// error.
-func (gr *graphRun) execute(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g := gr.g
-	remaining := make([]int, len(g.nodes))
-	var ready []int
-	for i, n := range g.nodes {
-		remaining[i] = len(n.needs)
-		if remaining[i] == 0 {
-			ready = append(ready, i)
-		}
-	}
-	done := make(chan result)
-	running := 0
-	var failure *graphFailure
-	// runnable holds nodes that passed their gate and wait for a slot of
-	// the execution's concurrency. They get a goroutine only with a slot:
-	// a wide graph would otherwise park one goroutine (and its stack) per
-	// node on the semaphore, which is most of the memory of 10,000 nodes.
-	var runnable []int
-	ended := func(i int) {
-		for _, k := range g.nodes[i].dependent {
-			if remaining[k]--; remaining[k] == 0 {
-				ready = append(ready, k)
-			}
-		}
-	}
-	start := func(i int) {
-		running++
-		go func() {
-			st, f := gr.runNode(ctx, i)
-			done <- result{i: i, state: st, fail: f}
-		}()
-	}
-	sem := gr.r.sem
-	for {
-		for len(ready) > 0 && failure == nil && ctx.Err() == nil && !gr.r.suspended.Load() {
-			i := ready[0]
-			ready = ready[1:]
-			if st, skip := gr.gate(ctx, i); skip {
-				gr.record(i, st)
-				if st.status == protocol.NodeStatusFailed && !g.nodes[i].continue_ {
-					failure = &graphFailure{nodeID: gr.prefix + g.nodes[i].id, err: st.err}
-					cancel()
-					break
-				}
-				ended(i)
-				continue
-			}
-			if g.nodes[i].inner != nil {
-				// Composites take no slot: their inner nodes do.
-				start(i)
-				continue
-			}
-			runnable = append(runnable, i)
-		}
-		if failure != nil || ctx.Err() != nil || gr.r.suspended.Load() {
-			runnable = nil // start nothing new
-		}
-		for len(runnable) > 0 && trySend(sem) {
-			start(runnable[0])
-			runnable = runnable[1:]
-		}
-		if running == 0 && len(runnable) == 0 {
-			break
-		}
-		// Wait for a node to end or, when nodes wait for one, for a slot
-		// or the end of the context.
-		var slot chan struct{}
-		var stop <-chan struct{}
-		if len(runnable) > 0 {
-			slot, stop = sem, ctx.Done()
-		}
-		select {
-		case res := <-done:
-			running--
-			gr.record(res.i, res.state)
-			if res.state.status == protocol.NodeStatusFailed && !g.nodes[res.i].continue_ && failure == nil {
-				failure = res.fail
-				cancel()
-			}
-			ended(res.i)
-		case slot <- struct{}{}:
-			start(runnable[0])
-			runnable = runnable[1:]
-		case <-stop:
-		}
-	}
-	if failure != nil {
-		return failure
-	}
-	return context.Cause(ctx)
-}
-
 func (gr *graphRun) record(i int, st nodeState) {
 	if st.status == protocol.NodeStatusSuspended {
 		return
@@ -357,16 +253,6 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 		}
 	}
 	return nodeState{status: protocol.NodeStatusSkipped}, true
-}
-
-// trySend takes a slot of sem if one is free, without waiting.
-func trySend(sem chan struct{}) bool {
-	select {
-	case sem <- struct{}{}:
-		return true
-	default:
-		return false
-	}
 }
 
 // runNode runs a node's attempts. It is called on its own goroutine, with a

@@ -154,8 +154,32 @@ func (p *bedrockProvider) input(req Request) (*bedrockruntime.ConverseInput, err
 	if system := systemWithSchema(req.System, req.JSONSchema); system != "" {
 		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: system}}
 	}
+	var err error
+	if in.Messages, err = bedrockMessages(req.Messages); err != nil {
+		return nil, err
+	}
+	if in.ToolConfig, err = bedrockTools(req.Tools); err != nil {
+		return nil, err
+	}
+	var inf types.InferenceConfiguration
+	if t := p.temperature(req); t != nil {
+		inf.Temperature = aws.Float32(float32(*t))
+	}
+	if n := p.maxTokens(req); n > 0 {
+		inf.MaxTokens = aws.Int32(int32(min(n, 1<<31-1)))
+	}
+	if inf.Temperature != nil || inf.MaxTokens != nil {
+		in.InferenceConfig = &inf
+	}
+	return in, nil
+}
+
+// bedrockMessages converts the conversation to Converse messages: tool
+// results are user content, and consecutive messages of one side are
+// merged into one turn.
+func bedrockMessages(msgs []Message) ([]types.Message, error) {
 	var turns []turn[types.ContentBlock]
-	for _, m := range req.Messages {
+	for _, m := range msgs {
 		switch m.Role {
 		case RoleUser:
 			if m.Content != "" {
@@ -171,60 +195,67 @@ func (p *bedrockProvider) input(req Request) (*bedrockruntime.ConverseInput, err
 			}
 			turns = appendTurn(turns, false, types.ContentBlock(&types.ContentBlockMemberToolResult{Value: result}))
 		case RoleAssistant:
-			var blocks []types.ContentBlock
-			if m.Content != "" {
-				blocks = append(blocks, &types.ContentBlockMemberText{Value: m.Content})
-			}
-			for _, c := range m.ToolCalls {
-				input, err := jsonDocument(arguments(c.Arguments))
-				if err != nil {
-					return nil, err
-				}
-				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-					ToolUseId: aws.String(c.ID),
-					Name:      aws.String(c.Name),
-					Input:     input,
-				}})
+			blocks, err := bedrockAssistant(m)
+			if err != nil {
+				return nil, err
 			}
 			turns = appendTurn(turns, true, blocks...)
 		}
 	}
+	var out []types.Message
 	for _, t := range turns {
 		role := types.ConversationRoleUser
 		if t.assistant {
 			role = types.ConversationRoleAssistant
 		}
-		in.Messages = append(in.Messages, types.Message{Role: role, Content: t.blocks})
+		out = append(out, types.Message{Role: role, Content: t.blocks})
 	}
-	if len(req.Tools) > 0 {
-		in.ToolConfig = &types.ToolConfiguration{}
-		for _, t := range req.Tools {
-			schema, err := json.Marshal(toolSchema(t.InputSchema))
-			if err != nil {
-				return nil, err
-			}
-			doc, err := jsonDocument(schema)
-			if err != nil {
-				return nil, err
-			}
-			spec := types.ToolSpecification{Name: aws.String(t.Name), InputSchema: &types.ToolInputSchemaMemberJson{Value: doc}}
-			if t.Description != "" {
-				spec.Description = aws.String(t.Description)
-			}
-			in.ToolConfig.Tools = append(in.ToolConfig.Tools, &types.ToolMemberToolSpec{Value: spec})
+	return out, nil
+}
+
+// bedrockAssistant converts an assistant message: its text, then the tools
+// it called.
+func bedrockAssistant(m Message) ([]types.ContentBlock, error) {
+	var blocks []types.ContentBlock
+	if m.Content != "" {
+		blocks = append(blocks, &types.ContentBlockMemberText{Value: m.Content})
+	}
+	for _, c := range m.ToolCalls {
+		input, err := jsonDocument(arguments(c.Arguments))
+		if err != nil {
+			return nil, err
 		}
+		blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+			ToolUseId: aws.String(c.ID),
+			Name:      aws.String(c.Name),
+			Input:     input,
+		}})
 	}
-	var inf types.InferenceConfiguration
-	if t := p.temperature(req); t != nil {
-		inf.Temperature = aws.Float32(float32(*t))
+	return blocks, nil
+}
+
+// bedrockTools converts the tools offered to the model (nil for none).
+func bedrockTools(tools []Tool) (*types.ToolConfiguration, error) {
+	if len(tools) == 0 {
+		return nil, nil
 	}
-	if n := p.maxTokens(req); n > 0 {
-		inf.MaxTokens = aws.Int32(int32(min(n, 1<<31-1)))
+	cfg := &types.ToolConfiguration{}
+	for _, t := range tools {
+		schema, err := json.Marshal(toolSchema(t.InputSchema))
+		if err != nil {
+			return nil, err
+		}
+		doc, err := jsonDocument(schema)
+		if err != nil {
+			return nil, err
+		}
+		spec := types.ToolSpecification{Name: aws.String(t.Name), InputSchema: &types.ToolInputSchemaMemberJson{Value: doc}}
+		if t.Description != "" {
+			spec.Description = aws.String(t.Description)
+		}
+		cfg.Tools = append(cfg.Tools, &types.ToolMemberToolSpec{Value: spec})
 	}
-	if inf.Temperature != nil || inf.MaxTokens != nil {
-		in.InferenceConfig = &inf
-	}
-	return in, nil
+	return cfg, nil
 }
 
 // jsonDocument turns JSON into a Smithy document. Numbers become
