@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -71,24 +70,6 @@ func (c *Clients) retries() int {
 		return 0
 	}
 	return c.MaxRetries
-}
-
-// httpClient is the client for the OpenAI and Anthropic SDKs.
-func (c *Clients) httpClient() *http.Client {
-	if c.HTTPClient != nil {
-		return c.HTTPClient
-	}
-	return http.DefaultClient
-}
-
-// bodyText reads the start of a reply's body, which the SDKs keep readable
-// on error replies.
-func bodyText(res *http.Response) string {
-	if res == nil || res.Body == nil {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 4*maxMessageLen))
-	return string(b)
 }
 
 // orStatusText returns msg, or the status's text when msg is blank.

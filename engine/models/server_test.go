@@ -1,3 +1,5 @@
+//go:build !noopenai && !noanthropic && !nobedrock
+
 package models
 
 import (
