@@ -65,6 +65,9 @@ func TestLoadValues(t *testing.T) {
 			return c.MemoryBudget == 65536 && c.MaxOutputBytes == 0
 		}},
 		{"output cap", env{"RUNNER_MAX_OUTPUT_BYTES": "1000"}, func(c Config) bool { return c.MaxOutputBytes == 1000 }},
+		{"stream bounds", env{"RUNNER_MAX_STREAM_BYTES": "1048576", "RUNNER_MAX_BUFFERED_STREAM_BYTES": "65536"}, func(c Config) bool {
+			return c.MaxStreamBytes == 1<<20 && c.MaxBufferedStreamBytes == 64<<10
+		}},
 		{"expression budgets", env{"RUNNER_MAX_EXPR_STEPS": "5000", "RUNNER_MAX_EXPR_MEMORY_BYTES": "4096"}, func(c Config) bool {
 			return c.MaxExprSteps == 5000 && c.MaxExprMemory == 4096
 		}},
@@ -105,6 +108,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{env{"RUNNER_MAX_MAP_ITEMS": "-1"}, []string{"RUNNER_MAX_MAP_ITEMS"}},
 		{env{"RUNNER_MAX_CHILD_DEPTH": "1.5"}, []string{"RUNNER_MAX_CHILD_DEPTH"}},
 		{env{"RUNNER_MAX_EVENT_BYTES": "10"}, []string{"RUNNER_MAX_EVENT_BYTES"}},
+		{env{"RUNNER_MAX_STREAM_BYTES": "300000000"}, []string{"RUNNER_MAX_STREAM_BYTES"}},
+		{env{"RUNNER_MAX_BUFFERED_STREAM_BYTES": "7000000"}, []string{"RUNNER_MAX_BUFFERED_STREAM_BYTES"}},
+		{env{"RUNNER_MAX_STREAM_BYTES": "100"}, []string{"RUNNER_MAX_STREAM_BYTES"}},
 		{env{"RUNNER_MAX_REQUEST_BYTES": "6MB"}, []string{"RUNNER_MAX_REQUEST_BYTES"}},
 		{env{"RUNNER_MAX_OUTPUT_BYTES": "1"}, []string{"RUNNER_MAX_OUTPUT_BYTES"}},
 		{env{"RUNNER_MAX_EXPR_STEPS": "10"}, []string{"RUNNER_MAX_EXPR_STEPS"}},
