@@ -280,7 +280,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 	backoff := min(time.Duration(n.retry.BackoffMs)*time.Millisecond, maxBackoff)
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		out, err, inner := gr.attempt(ctx, n, id, attempt)
+		out, inner, err := gr.attempt(ctx, n, id, attempt)
 		if err == nil {
 			return nodeState{status: protocol.NodeStatusCompleted, output: out}, nil
 		}
@@ -328,7 +328,7 @@ func jitter(d time.Duration) time.Duration {
 // for consent (the suspension recorded) and with a *NodeError, which
 // carries the code, otherwise; inner names the innermost node at fault when
 // the failure came from a sub-graph.
-func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int) (out any, failure error, inner string) {
+func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int) (out any, inner string, failure error) {
 	r := gr.r
 	started := time.Now()
 	// timeoutMs covers the evaluation of with as well as the step.
@@ -341,7 +341,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	if err != nil {
 		ne := classify(err, actx, ctx)
 		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
-		return nil, ne, ""
+		return nil, "", ne
 	}
 	_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: r.traced(with)})
 	if o := r.x.e.Observer; o != nil {
@@ -355,10 +355,10 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	if err != nil {
 		if s := (*suspended)(nil); errors.As(err, &s) {
 			r.suspend(id, n.typ, s)
-			return nil, errSuspended, ""
+			return nil, "", errSuspended
 		}
 		if errors.Is(err, errSuspended) {
-			return nil, errSuspended, "" // recorded by the node that asked
+			return nil, "", errSuspended // recorded by the node that asked
 		}
 		var f *graphFailure
 		if errors.As(err, &f) {
@@ -366,13 +366,13 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		}
 		ne := classify(err, actx, ctx)
 		ne.Message = r.x.redact.String(ne.Message)
-		return nil, ne, inner
+		return nil, inner, ne
 	}
 	if ne := r.account(out); ne != nil {
-		return nil, ne, ""
+		return nil, "", ne
 	}
 	_ = r.sink.Emit(&protocol.NodeCompleted{NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out)})
-	return out, nil, ""
+	return out, "", nil
 }
 
 // attemptStatus names how an attempt ended, for its span.

@@ -66,7 +66,7 @@ func TestWriterEventLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			w := NewStreamWriter(nil, &buf, "x", nil, StreamOptions{MaxEventBytes: limit})
+			w := newWriter(&buf, "x", nil, StreamOptions{MaxEventBytes: limit})
 			if err := send(w, tt.event); err != nil {
 				t.Fatal(err)
 			}

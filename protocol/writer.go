@@ -107,24 +107,31 @@ const (
 // is emitted. flush, if not nil, is called after each line
 // (http.ResponseController.Flush fits).
 func NewWriter(w io.Writer, executionID string, flush func() error) *Writer {
-	return NewStreamWriter(nil, w, executionID, flush, StreamOptions{})
+	return newWriter(w, executionID, flush, StreamOptions{})
 }
 
-// NewStreamWriter returns a Writer for one execution bounded by o. With a
-// non-nil ctx it coalesces: lines are handed to w by a goroutine of the
-// Writer's own, at most every o.FlushInterval, so that a burst of events
-// costs one write and one flush, and the engine never waits on the client
-// while the buffer has room. Accepted and the terminal event are written
-// at once; Finish returns when every line is out (or the client is gone).
-// With a nil ctx every line is written as it is emitted.
+// NewStreamWriter returns a Writer for one execution bounded by o that
+// coalesces: lines are handed to w by a goroutine of the Writer's own, at
+// most every o.FlushInterval, so that a burst of events costs one write and
+// one flush, and the engine never waits on the client while the buffer has
+// room. Accepted and the terminal event are written at once; Finish returns
+// when every line is out (or ctx, the execution's, is done).
 func NewStreamWriter(ctx context.Context, w io.Writer, executionID string, flush func() error, o StreamOptions) *Writer {
+	wr := newWriter(w, executionID, flush, o)
+	wr.ctx = ctx
+	return wr
+}
+
+// newWriter returns a Writer bounded by o that writes each line as it is
+// emitted (no ctx: nothing coalesces).
+func newWriter(w io.Writer, executionID string, flush func() error, o StreamOptions) *Writer {
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = DefaultFlushInterval
 	}
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = DefaultMaxBuffered
 	}
-	wr := &Writer{w: w, flush: flush, id: executionID, now: time.Now, opts: o, ctx: ctx, onLimit: o.OnLimit}
+	wr := &Writer{w: w, flush: flush, id: executionID, now: time.Now, opts: o, onLimit: o.OnLimit}
 	wr.cond.L = &wr.mu
 	return wr
 }
