@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -14,6 +15,8 @@ type detailList struct {
 	// pass), and a later check of a value under one of them would only
 	// restate it, so it is dropped.
 	covered map[string]bool
+	// bare is set when a workflow document is checked without a request.
+	bare bool
 }
 
 func (d *detailList) add(path, format string, args ...any) {
@@ -22,6 +25,36 @@ func (d *detailList) add(path, format string, args ...any) {
 	}
 	d.inv.Add(path, format, args...)
 }
+
+// needsRuntime records a problem that only the request's runtime payload
+// can settle (a toolset, a model role, a child workflow, a secret it names).
+// A bare workflow document, checked without a request, has no runtime yet:
+// there it is a warning, so that `runnerctl validate` does not refuse what
+// the server will supply.
+func (d *detailList) needsRuntime(path, format string, args ...any) {
+	if d.bare {
+		d.warn(path, format+" (checked as a bare document: the request's runtime must supply it)", args...)
+		return
+	}
+	d.add(path, format, args...)
+}
+
+// addExpr records an expression's compile error, which may be one that
+// only the runtime payload settles.
+func (d *detailList) addExpr(path string, err error) {
+	var re *runtimeRefError
+	if errors.As(err, &re) {
+		d.needsRuntime(path, "%v", err)
+		return
+	}
+	d.add(path, "%v", err)
+}
+
+// runtimeRefError is a compile error naming something the request's
+// runtime payload must declare.
+type runtimeRefError struct{ msg string }
+
+func (e *runtimeRefError) Error() string { return e.msg }
 
 // warn records a problem that does not refuse the request.
 func (d *detailList) warn(path, format string, args ...any) {

@@ -137,7 +137,7 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 	if sc.secrets != nil {
 		for _, name := range c.secretRefs {
 			if !sc.secrets[name] {
-				return nil, fmt.Errorf("expression %q: secret %q is not in runtime.http.secrets", src, name)
+				return nil, &runtimeRefError{fmt.Sprintf("expression %q: secret %q is not in runtime.http.secrets", src, name)}
 			}
 		}
 	}

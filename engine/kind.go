@@ -80,6 +80,13 @@ func (c *Compiler) Errorf(field, format string, args ...any) {
 	c.p.d.add(c.Path(field), format, args...)
 }
 
+// RuntimeErrorf records a problem with a field that names something the
+// request's runtime payload must declare (a toolset, a model role, a child
+// workflow). Checked as a bare document, without a request, it is a warning.
+func (c *Compiler) RuntimeErrorf(field, format string, args ...any) {
+	c.p.d.needsRuntime(c.Path(field), format, args...)
+}
+
 // With compiles the node's with, less the given fields, as the value the
 // scheduler evaluates into Call.With before each attempt.
 func (c *Compiler) With(except ...string) {

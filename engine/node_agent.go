@@ -62,7 +62,7 @@ func (agentKind) Prepare(c *Compiler) Step {
 				continue
 			}
 			if !c.services().toolsets[name] {
-				c.Errorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, toolsetsHint(c.services().toolsets))
+				c.RuntimeErrorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, toolsetsHint(c.services().toolsets))
 			}
 		}
 	}

@@ -190,7 +190,7 @@ func (workflowKind) Prepare(c *Compiler) Step {
 	c.With()
 	if id, ok := c.Literal("workflow"); ok {
 		if c.childDocs()[id] == nil {
-			c.Errorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, knownIDs(c.childDocs()))
+			c.RuntimeErrorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, knownIDs(c.childDocs()))
 			return nil
 		}
 		c.StaticAction(protocol.ActionWorkflowRun, id)

@@ -51,7 +51,7 @@ func prepareModelFields(c *Compiler) {
 	}
 	if literal {
 		if !c.hasRole(role) {
-			c.Errorf("role", "node %q: no model for role %q and no %q role to fall back to in %s%s",
+			c.RuntimeErrorf("role", "node %q: no model for role %q and no %q role to fall back to in %s%s",
 				c.NodeID(), role, models.GeneralRole, c.services().modelsFrom, rolesHint(c.services().models))
 		} else {
 			c.StaticAction(protocol.ActionModelInvoke, role)

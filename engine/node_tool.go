@@ -26,7 +26,7 @@ func (toolKind) Prepare(c *Compiler) Step {
 	c.With()
 	ts, tsLit := c.Literal("toolset")
 	if tsLit && !c.services().toolsets[ts] {
-		c.Errorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, toolsetsHint(c.services().toolsets))
+		c.RuntimeErrorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, toolsetsHint(c.services().toolsets))
 		return nil
 	}
 	if tool, ok := c.Literal("tool"); ok && tsLit {

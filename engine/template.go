@@ -135,7 +135,7 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 		src := strings.TrimSpace(s[i+3 : i+3+end])
 		e, err := compileExpr(src, sc)
 		if err != nil {
-			errs.add(path.String(), "%v", err)
+			errs.addExpr(path.String(), err)
 			return literal{s}
 		}
 		if sc.input != nil {
@@ -178,7 +178,7 @@ func compileWhen(path, src string, sc *exprScope, errs *detailList) *expression 
 	src = unwrapWhen(src)
 	e, err := compileExpr(src, sc)
 	if err != nil {
-		errs.add(path, "%v", err)
+		errs.addExpr(path, err)
 		return nil
 	}
 	sc.input.check(path, e, errs)

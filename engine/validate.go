@@ -83,7 +83,7 @@ func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
 // workflow document given alone: there is no input to check then. syn is
 // set when the body is not JSON, and nothing else was checked.
 func (e *Engine) check(body []byte, bare bool) (x *Execution, d *detailList, syn *protocol.Syntax) {
-	d = &detailList{}
+	d = &detailList{bare: bare}
 	req, err := protocol.Decoder{MaxDepth: e.Limits.WithDefaults().MaxDepth}.DecodeAll(body)
 	var inv *protocol.Invalid
 	if errors.As(err, &inv) && inv.Syntax != nil {
