@@ -43,6 +43,15 @@
 // The SDK bounds each goodbye request to 5 s, so Close is bounded too, even
 // against a server that never answers.
 //
+// A server ends a tool call only when it receives the call's
+// notifications/cancelled: not when the HTTP request carrying the call
+// ends, and not on the session's DELETE, which the SDK's server holds until
+// the session's tools return. The SDK sends that notice from a goroutine
+// as a call given up returns, and drops it once the session is closing, so
+// Close first waits for the notice of every call given up (each must begin
+// within 2 s); otherwise an execution that ends because its client left
+// would leave every in-flight tool running its full course.
+//
 // # Errors and secrets
 //
 // Every failure is an [*Error] naming the toolset and tool. Toolset headers

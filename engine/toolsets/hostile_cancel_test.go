@@ -19,9 +19,27 @@ import (
 // A disconnect (the caller's context cancelled) ends every in-flight tool
 // call promptly, on the client and on the server: 16 concurrent calls to a
 // tool that blocks until its context is done all return, and every tool
-// handler has returned, well before the tool's 60 s timeout. The client is
-// the guarded endpoint client main uses.
+// handler has returned, well before the tool's timeout. The client is the
+// guarded endpoint client main uses. With "close at once" the Set is closed
+// as soon as the calls return, as an execution does when its client leaves:
+// the server must still hear of every call (the SDK's server only ends a
+// tool on notifications/cancelled, never on the request's end or the
+// session's DELETE).
 func TestHostileCancelInFlightCalls(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		closeAtOnce bool
+	}{
+		{name: "disconnect"},
+		{name: "close at once", closeAtOnce: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cancelInFlight(t, tt.closeAtOnce)
+		})
+	}
+}
+
+func cancelInFlight(t *testing.T, closeAtOnce bool) {
 	const calls = 16
 	var running, started atomic.Int32
 	srv := mcp.NewServer(&mcp.Implementation{Name: "blocker", Version: "1"}, nil)
@@ -32,7 +50,7 @@ func TestHostileCancelInFlightCalls(t *testing.T) {
 			defer running.Add(-1)
 			select {
 			case <-ctx.Done():
-			case <-time.After(60 * time.Second):
+			case <-time.After(15 * time.Second): // past every bound below
 			}
 			return &mcp.CallToolResult{}, nil, nil
 		})
@@ -40,7 +58,7 @@ func TestHostileCancelInFlightCalls(t *testing.T) {
 	defer hs.Close()
 
 	endpoints := egress.NewEndpoints(egress.Options{}, nil)
-	set := New([]protocol.Toolset{{Name: "b", URL: hs.URL, TimeoutMs: 60_000}},
+	set := New([]protocol.Toolset{{Name: "b", URL: hs.URL, TimeoutMs: 10_000}},
 		Options{HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check})
 	defer set.Close()
 	defer endpoints.Client().CloseIdleConnections()
@@ -64,6 +82,11 @@ func TestHostileCancelInFlightCalls(t *testing.T) {
 	disconnect()
 	cancelled := time.Now()
 	wg.Wait()
+	if closeAtOnce {
+		if err := set.Close(); err != nil {
+			t.Logf("close: %v", err)
+		}
+	}
 	if d := time.Since(cancelled); d > 2*time.Second {
 		t.Errorf("calls returned %v after the disconnect", d)
 	}

@@ -60,6 +60,10 @@ type Set struct {
 
 	mu     sync.Mutex
 	closed bool
+	// abandoned holds the calls given up by their context whose
+	// cancellation notice has not ended yet; Close waits for them (see
+	// notice.go).
+	abandoned map[*callTrace]struct{}
 	// ops counts the Tools and Call in progress, wg the goroutines the Set
 	// starts (connects, closes of dropped sessions); Close waits for both.
 	// Add is only called under mu while !closed, so no Add races with
@@ -182,7 +186,12 @@ func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]an
 	defer end()
 	var res *mcp.CallToolResult
 	err = t.do(opCtx, func(c *conn) (err error) {
-		res, err = c.sess.CallTool(opCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		tr := s.newCallTrace()
+		res, err = c.sess.CallTool(withTrace(opCtx, tr), &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil && opCtx.Err() != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+			// The SDK is telling the server, off this path.
+			s.abandon(tr)
+		}
 		return err
 	})
 	if err != nil {
@@ -197,7 +206,10 @@ func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]an
 
 // Close ends every session (telling each server, best effort), aborts
 // connects in progress and releases the private HTTP connections; calls in
-// progress fail at once with ErrClosed, and later ones too. When Close
+// progress fail at once with ErrClosed, and later ones too. Before ending
+// the sessions it lets the servers hear of every call given up (up to
+// noticeGrace for each notice to begin), since a server keeps running a
+// call it was not told of. When Close
 // returns, no goroutine or connection of the Set is left.
 //
 // Close is bounded but not instant: the SDK gives each goodbye request
@@ -221,6 +233,9 @@ func (s *Set) Close() error {
 	// the sessions any more.
 	s.ops.Wait()
 	s.wg.Wait() // connects and closes of dropped sessions
+	// The server ends a call given up only when told, and cannot be told
+	// once the session is closing.
+	s.awaitNotices()
 
 	var (
 		mu   sync.Mutex

@@ -8,7 +8,8 @@ import (
 // headerTransport adds a toolset's headers to every request of its session:
 // POSTs, the DELETE that ends it, and any GET. The MCP SDK has no header
 // option of its own; a RoundTripper is how its HTTPClient field is meant to
-// be customised.
+// be customised. It also sees the cancellation notices of calls given up
+// begin and end, for Close (see notice.go).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
@@ -31,6 +32,11 @@ func newHeaderTransport(base http.RoundTripper, endpoint string, headers map[str
 
 // RoundTrip implements http.RoundTripper.
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if end := noticeBegins(req); end != nil {
+		// The notice is a notification: the server answers 202 with no
+		// body, so it has ended when RoundTrip returns.
+		defer end()
+	}
 	if len(t.headers) == 0 || req.URL.Scheme != t.origin.Scheme || req.URL.Host != t.origin.Host {
 		return t.base.RoundTrip(req)
 	}

@@ -32,6 +32,15 @@ const (
 	cancelModels = 2 // one OpenAI, one Anthropic
 	cancelHTTP   = 2
 	cancelAll    = cancelTools + cancelModels + cancelHTTP
+
+	// cancelTimeoutMs is the toolset and http timeoutMs: past the 5 s the
+	// test allows after each cause (the latest, the deadline, comes at
+	// 2.5 s), so only the cancellation under test can end the calls in
+	// time, yet short, so that a failure costs seconds, not minutes.
+	cancelTimeoutMs = 10_000
+	// cancelHang is how long a server handler waits for its request to
+	// end: past cancelTimeoutMs.
+	cancelHang = 15 * time.Second
 )
 
 // cancelUpstreams are the hanging servers and what they saw.
@@ -48,14 +57,15 @@ type cancelUpstreams struct {
 func cancelStartUpstreams(t *testing.T) *cancelUpstreams {
 	t.Helper()
 	u := &cancelUpstreams{}
-	// wait blocks until ctx ends, or 60 s: far past every bound under test.
+	// wait blocks until ctx ends, or cancelHang: past every bound under
+	// test, yet short, so that a failure costs seconds.
 	wait := func(ctx context.Context) {
 		u.total.Add(1)
 		u.inflight.Add(1)
 		defer u.inflight.Add(-1)
 		select {
 		case <-ctx.Done():
-		case <-time.After(60 * time.Second):
+		case <-time.After(cancelHang):
 		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "blocker", Version: "1"}, nil)
@@ -115,10 +125,10 @@ func cancelWorkflow(u *cancelUpstreams, nodeTimeout int) string {
 		{"id":"h2","type":"http","with":{"url":"` + u.hang + `?n=2"}` + to + `},
 		{"id":"after","type":"set","needs":["tools","oa","an","h1","h2"],"with":{"value":1}}]},
 	"runtime":{
-		"toolsets":[{"name":"b","url":"` + u.mcpURL + `","timeoutMs":60000}],
+		"toolsets":[{"name":"b","url":"` + u.mcpURL + `","timeoutMs":` + itoa(cancelTimeoutMs) + `}],
 		"models":[{"role":"oa","provider":"openai","model":"m","apiKey":"k","baseUrl":"` + u.openai + `"},
 		          {"role":"an","provider":"anthropic","model":"m","apiKey":"k","baseUrl":"` + u.anthro + `"}],
-		"http":{"policy":{"allowPrivateNetwork":true,"timeoutMs":60000}}},
+		"http":{"policy":{"allowPrivateNetwork":true,"timeoutMs":` + itoa(cancelTimeoutMs) + `}}},
 	"toolPolicies":[{"match":"b/*","decision":"allow"}]}`
 }
 
