@@ -14,10 +14,14 @@ import (
 // immutable and safe for concurrent use, and the checks that depend on where
 // an expression sits (names, upstream nodes) still run on every request.
 //
-// The caches are bounded in entries and in key size, and emptied when full,
-// so that callers sending ever-new documents cost a fixed amount of memory.
+// The caches are bounded in entries and in key size. When one is full, a
+// new entry replaces the least recently used of a few entries picked at
+// random: recently used programs stay, as with an LRU, but a working set
+// larger than the cache (one big workflow delegated again and again) still
+// finds most of what it left last time, where a strict LRU evicts each
+// entry just before it is needed again and never hits.
 var (
-	programs = compileCache[*compiled]{max: 1024, maxKey: 4 << 10}
+	programs = compileCache[*compiled]{max: 2048, maxKey: 4 << 10}
 	schemas  = compileCache[*jsonschema.Schema]{max: 64, maxKey: 64 << 10}
 )
 
@@ -39,31 +43,64 @@ func compileSchemaText(raw []byte) (*jsonschema.Schema, error) {
 	})
 }
 
-// compileCache memoizes successful compilations by source text.
+// evictionSample is how many entries are compared to choose the one a full
+// cache drops.
+const evictionSample = 2
+
+// compileCache memoizes successful compilations by source text. The zero
+// value with max and maxKey set is ready to use.
 type compileCache[V any] struct {
-	max    int // entries kept before the cache is emptied
+	max    int // entries kept
 	maxKey int // longer sources are compiled but not kept
 
-	mu sync.Mutex
-	m  map[string]V
+	mu   sync.Mutex
+	m    map[string]*cacheEntry[V]
+	tick uint64
+}
+
+type cacheEntry[V any] struct {
+	v    V
+	used uint64 // the cache's tick when last returned
 }
 
 func (c *compileCache[V]) get(key string, compile func() (V, error)) (V, error) {
 	c.mu.Lock()
-	v, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return v, nil
+	if e, ok := c.m[key]; ok {
+		c.tick++
+		e.used = c.tick
+		c.mu.Unlock()
+		return e.v, nil
 	}
+	c.mu.Unlock()
 	v, err := compile()
-	if err != nil || len(key) > c.maxKey {
+	if err != nil || len(key) > c.maxKey || c.max <= 0 {
 		return v, err
 	}
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= c.max {
-		c.m = make(map[string]V, c.max)
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*cacheEntry[V])
 	}
-	c.m[key] = v
-	c.mu.Unlock()
+	if _, ok := c.m[key]; !ok && len(c.m) >= c.max {
+		c.evict()
+	}
+	c.tick++
+	c.m[key] = &cacheEntry[V]{v: v, used: c.tick}
 	return v, nil
+}
+
+// evict drops the least recently used of a few entries: map iteration
+// starts at a random place, so they are a sample of the whole cache.
+func (c *compileCache[V]) evict() {
+	var victim string
+	oldest, n := uint64(0), 0
+	for k, e := range c.m {
+		if n == 0 || e.used < oldest {
+			victim, oldest = k, e.used
+		}
+		if n++; n == evictionSample {
+			break
+		}
+	}
+	delete(c.m, victim)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -340,17 +341,24 @@ type compiled struct {
 	budgeted bool
 }
 
-// compileBudgeted is expr.Compile with the budget patch applied between the
-// type check (whose errors are reported as without it) and compilation.
-func compileBudgeted(src string, opts ...expr.Option) (*compiled, error) {
+// configs holds the compiler configurations compileBudgeted uses. expr
+// builds one per Compile (a map of every builtin and the environment's
+// types); one is reused instead, by one compilation at a time, since the
+// checker writes to its type cache.
+var configs = sync.Pool{New: func() any {
 	config := conf.CreateNew()
 	for _, op := range budgetEnv {
 		op(config)
 	}
-	for _, op := range opts {
-		op(config)
-	}
 	config.Check()
+	return config
+}}
+
+// compileBudgeted is expr.Compile with the budget patch applied between the
+// type check (whose errors are reported as without it) and compilation.
+func compileBudgeted(src string) (*compiled, error) {
+	config := configs.Get().(*conf.Config)
+	defer configs.Put(config)
 	tree, err := checker.ParseCheck(src, config)
 	if err != nil {
 		return nil, err
@@ -360,8 +368,11 @@ func compileBudgeted(src string, opts ...expr.Option) (*compiled, error) {
 	typ := tree.Node.Type()
 	p := &budgetPatcher{}
 	ast.Walk(&tree.Node, p)
-	if _, err := checker.Check(tree, config); err != nil {
-		return nil, err
+	if p.patched {
+		// The patch added calls the first check has not typed.
+		if _, err := checker.Check(tree, config); err != nil {
+			return nil, err
+		}
 	}
 	if config.Optimize {
 		if err := optimizer.Optimize(&tree.Node, config); err != nil {
