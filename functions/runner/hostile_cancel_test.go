@@ -48,6 +48,7 @@ type cancelUpstreams struct {
 	inflight atomic.Int32 // handlers still waiting
 	total    atomic.Int32 // requests or tool calls ever received
 	servers  []*httptest.Server
+	mcp      *mcp.Server
 	mcpURL   string
 	openai   string
 	anthro   string
@@ -79,6 +80,7 @@ func cancelStartUpstreams(t *testing.T) *cancelUpstreams {
 		u.servers = append(u.servers, s)
 		return s.URL
 	}
+	u.mcp = srv
 	u.mcpURL = start(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	// The model servers accept the request of the documented wire format
 	// (POST /v1/chat/completions, POST /v1/messages) and never answer.
@@ -246,6 +248,19 @@ func cancelRun(t *testing.T, extraEnv map[string]string, nodeTO int, disconnect 
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stream did not end")
+	}
+	// The execution closed every MCP session it opened.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		open := 0
+		for range u.mcp.Sessions() {
+			open++
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d MCP sessions still open 5s after the end of the stream", open)
+		}
 	}
 	// Nothing is sent after the end: the servers' counters stay put.
 	total := u.total.Load()
