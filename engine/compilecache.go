@@ -28,7 +28,7 @@ var (
 // compileProgram compiles an expression, budget patch included (see
 // exprbudget.go), through the program cache.
 func compileProgram(src string) (*compiled, error) {
-	return programs.get(src, func() (*compiled, error) { return compileBudgeted(src) })
+	return programs.get(src, func() (*compiled, error) { return compileBudgeted(src, true) })
 }
 
 // compileSchemaText compiles a JSON Schema written in a request through the

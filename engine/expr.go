@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/vm"
 )
 
 // exprScope says what the expressions at one place of a document may refer
@@ -32,7 +31,7 @@ type exprScope struct {
 // expression is one compiled `${{ }}` or `when`.
 type expression struct {
 	src  string
-	prog *vm.Program
+	cp   *compiled
 	refs []string // nodes.<id> referenced by name
 	all  bool     // nodes indexed dynamically: every visible node is needed
 	// secretRefs are the secrets.<name> referenced by name and allSecrets
@@ -73,7 +72,7 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 		return nil, fmt.Errorf("expression %q: %s", src, firstLine(err.Error()))
 	}
 	c := cp.refs
-	e := &expression{src: src, prog: cp.prog, typ: cp.typ, budgeted: cp.budgeted}
+	e := &expression{src: src, cp: cp, typ: cp.typ, budgeted: cp.budgeted}
 	for _, name := range c.roots {
 		switch {
 		case name == "input", name == "execution", slices.Contains(c.lets, name):

@@ -334,9 +334,14 @@ func isNumberType(t reflect.Type) bool {
 
 // compiled is a program and what its unpatched source refers to.
 type compiled struct {
-	prog *vm.Program
-	refs *refCollector
-	typ  reflect.Type // the checker's result type; nil or interface when unknown
+	src  string
+	prog *vm.Program // nil until program is called when fast is set
+	// fast, when not nil, evaluates the expression without the VM.
+	fast    *fastForm
+	once    sync.Once
+	progErr error
+	refs    *refCollector
+	typ     reflect.Type // the checker's result type; nil or interface when unknown
 	// budgeted is set when the program calls the budget functions.
 	budgeted bool
 }
@@ -356,7 +361,9 @@ var configs = sync.Pool{New: func() any {
 
 // compileBudgeted is expr.Compile with the budget patch applied between the
 // type check (whose errors are reported as without it) and compilation.
-func compileBudgeted(src string) (*compiled, error) {
+// With fast, an expression that has a fast form is not compiled for the VM
+// until it needs to be.
+func compileBudgeted(src string, fast bool) (*compiled, error) {
 	config := configs.Get().(*conf.Config)
 	defer configs.Put(config)
 	tree, err := checker.ParseCheck(src, config)
@@ -366,6 +373,11 @@ func compileBudgeted(src string) (*compiled, error) {
 	c := &refCollector{}
 	ast.Walk(&tree.Node, c)
 	typ := tree.Node.Type()
+	if fast {
+		if f := fastFormOf(tree.Node); f != nil {
+			return &compiled{src: src, fast: f, refs: c, typ: typ}, nil
+		}
+	}
 	p := &budgetPatcher{}
 	ast.Walk(&tree.Node, p)
 	if p.patched {
@@ -383,7 +395,7 @@ func compileBudgeted(src string) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{prog: prog, refs: c, typ: typ, budgeted: p.patched}, nil
+	return &compiled{src: src, prog: prog, refs: c, typ: typ, budgeted: p.patched}, nil
 }
 
 // DefaultMaxExprSteps is the step budget of one evaluation when none is

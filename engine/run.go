@@ -55,13 +55,13 @@ type graphRun struct {
 	prefix string // "" at top level, "each[3]." in a map iteration
 	depth  int    // child workflow nesting
 	states []nodeState
+	views  viewCache // expression views of states, built when read
 }
 
 type nodeState struct {
 	status protocol.NodeStatus // zero until the node ends
 	output any
 	err    *NodeError
-	view   map[string]any
 }
 
 // graphFailure is a node failure that ends its graph.
@@ -210,7 +210,6 @@ func (gr *graphRun) record(i int, st nodeState) {
 	if st.status == protocol.NodeStatusSuspended {
 		return
 	}
-	st.view = stateView(st.status, st.output, st.err)
 	gr.states[i] = st
 }
 

@@ -32,8 +32,10 @@ func (s *scope) state(id string) (map[string]any, bool) {
 			continue
 		}
 		if i, ok := c.gr.g.index[id]; ok {
-			v := c.gr.states[i].view
-			return v, v != nil
+			if c.gr.states[i].status == "" {
+				return nil, false
+			}
+			return c.gr.views.get(c.gr, i), true
 		}
 	}
 	return nil, false
@@ -88,6 +90,15 @@ func (ev *evaluator) environment() map[string]any {
 }
 
 func (ev *evaluator) run(e *expression) (any, error) {
+	if f := e.cp.fast; f != nil {
+		if v, ok := ev.fast(f); ok {
+			return v, nil
+		}
+	}
+	prog, err := e.cp.program()
+	if err != nil {
+		return nil, exprError(e, err)
+	}
 	env := ev.environment()
 	if e.budgeted && !ev.bound {
 		// Only programs that loop, concatenate or allocate need the
@@ -95,7 +106,7 @@ func (ev *evaluator) run(e *expression) (any, error) {
 		maps.Copy(env, ev.budget.functions())
 		ev.bound = true
 	}
-	out, err := expr.Run(e.prog, env)
+	out, err := expr.Run(prog, env)
 	if err != nil {
 		return nil, exprError(e, err)
 	}

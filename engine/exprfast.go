@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Most expressions in workflows are a plain reference (input.name,
+// nodes.a.output.x) or a literal. Compiling them for the VM and building
+// the VM's environment to run them cost more than the reference itself, so
+// they are evaluated directly: names are still checked on the parsed tree
+// (compileExpr), and whenever the direct reading could differ from the VM's
+// (a missing node, a value that is not a JSON object where a field is read,
+// a value of a type JSON does not decode to) the evaluation runs the
+// program instead, compiled on first need, so that results and errors stay
+// exactly the VM's.
+
+// fastForm is an expression evaluated without the VM.
+type fastForm struct {
+	lit   any
+	isLit bool
+	root  string   // a name in the environment
+	path  []string // fields read by name, in order
+}
+
+// fastFormOf returns the fast form of a checked tree, or nil.
+func fastFormOf(n ast.Node) *fastForm {
+	switch v := n.(type) {
+	case *ast.NilNode:
+		return &fastForm{isLit: true}
+	case *ast.BoolNode:
+		return &fastForm{lit: v.Value, isLit: true}
+	case *ast.StringNode:
+		return &fastForm{lit: v.Value, isLit: true}
+	case *ast.FloatNode:
+		return &fastForm{lit: v.Value, isLit: true}
+	case *ast.IntegerNode:
+		if t := v.Type(); t == nil || t.Kind() != reflect.Int {
+			return nil
+		}
+		return &fastForm{lit: v.Value, isLit: true}
+	}
+	var path []string
+	for {
+		switch v := n.(type) {
+		case *ast.IdentifierNode:
+			// The budget functions are typed in the environment: leave
+			// them to the VM (compileExpr rejects them anyway).
+			if strings.HasPrefix(v.Value, "$") {
+				return nil
+			}
+			for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
+				path[i], path[j] = path[j], path[i]
+			}
+			return &fastForm{root: v.Value, path: path}
+		case *ast.MemberNode:
+			prop, ok := v.Property.(*ast.StringNode)
+			if !ok || v.Optional || v.Method {
+				return nil
+			}
+			path = append(path, prop.Value)
+			n = v.Node
+		default:
+			return nil
+		}
+	}
+}
+
+// program returns the VM program of c, compiling it on first need when c
+// has a fast form.
+func (c *compiled) program() (*vm.Program, error) {
+	c.once.Do(func() {
+		if c.prog != nil {
+			return
+		}
+		var full *compiled
+		full, c.progErr = compileBudgeted(c.src, false)
+		if c.progErr == nil {
+			c.prog = full.prog
+		}
+	})
+	return c.prog, c.progErr
+}
+
+// fast evaluates e's fast form, reporting false when the VM must run it.
+func (ev *evaluator) fast(f *fastForm) (any, bool) {
+	if f.isLit {
+		return f.lit, true
+	}
+	path := f.path
+	var v any
+	switch f.root {
+	case "nodes":
+		if len(path) < 2 {
+			return nil, false
+		}
+		st, ok := ev.sc.node(path[0])
+		if !ok {
+			return nil, false
+		}
+		switch path[1] {
+		case "status":
+			v = string(st.status)
+		case "output":
+			v = st.output
+		default:
+			return nil, false
+		}
+		path = path[2:]
+	case "input":
+		v = ev.sc.input
+	case "execution":
+		v = ev.sc.exec
+	default:
+		return nil, false
+	}
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		v = m[k]
+	}
+	switch v.(type) {
+	case nil, string, bool, float64, int, int64, json.Number, map[string]any, []any:
+		return v, true
+	}
+	return nil, false
+}
+
+// node returns the state of an ended node in scope.
+func (s *scope) node(id string) (nodeState, bool) {
+	for c := s; c != nil; c = c.parent {
+		if c.gr == nil {
+			continue
+		}
+		if i, ok := c.gr.g.index[id]; ok {
+			st := c.gr.states[i]
+			return st, st.status != ""
+		}
+	}
+	return nodeState{}, false
+}
+
+// viewCache builds the expression views of a graph's node states on first
+// use: most nodes are read only through fast forms, which need none.
+type viewCache struct {
+	mu    sync.Mutex
+	views []map[string]any
+}
+
+func (c *viewCache) get(gr *graphRun, i int) map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.views == nil {
+		c.views = make([]map[string]any, len(gr.states))
+	}
+	if c.views[i] == nil {
+		st := gr.states[i]
+		c.views[i] = stateView(st.status, st.output, st.err)
+	}
+	return c.views[i]
+}

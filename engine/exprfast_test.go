@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// The fast forms must give what the VM gives, value or error, for every
+// expression they take: each case runs both ways against the same scope.
+func TestFastFormsAgreeWithTheVM(t *testing.T) {
+	gr := &graphRun{
+		g: &graph{index: map[string]int{"a": 0, "b": 1, "c": 2}},
+		states: []nodeState{
+			{status: protocol.NodeStatusCompleted, output: map[string]any{"k": "v", "n": 2.0, "list": []any{1.0}, "deep": map[string]any{"x": nil}}},
+			{status: protocol.NodeStatusFailed, err: &NodeError{Code: protocol.CodeFailed, Message: "boom"}},
+			{}, // not ended
+		},
+	}
+	sc := &scope{gr: gr, input: map[string]any{
+		"name": "ada", "obj": map[string]any{"k": 1.0}, "arr": []any{"x"}, "typed": map[string]string{"k": "t"}, "nul": nil,
+	}, exec: map[string]any{"id": "exec-1"}}
+	gr.sc = sc
+
+	for _, tt := range []struct {
+		src  string
+		fast bool // has a fast form
+	}{
+		{"input", true},
+		{"input.name", true},
+		{"input.obj.k", true},
+		{"input.obj.missing", true},
+		{"input.missing", true},
+		{"input.missing.k", true},
+		{"input.nul.k", true},
+		{"input.arr", true},
+		{"input.arr.x", true},
+		{`input["name"]`, true},
+		{"input.typed", true},
+		{"input.typed.k", true},
+		{"input.name.x", true},
+		{"nodes.a.output", true},
+		{"nodes.a.output.k", true},
+		{"nodes.a.output.deep.x", true},
+		{"nodes.a.output.k.z", true},
+		{"nodes.a.status", true},
+		{"nodes.a.error", true},
+		{"nodes.a.error.code", true},
+		{"nodes.b.error.code", true},
+		{"nodes.b.status", true},
+		{"nodes.b.output", true},
+		{"nodes.c.output", true},
+		{"nodes.a", true},
+		{"nodes", true},
+		{"execution.id", true},
+		{"item", true},
+		{"1", true},
+		{"1.5", true},
+		{`"s"`, true},
+		{"true", true},
+		{"nil", true},
+		{"-1", false},
+		{"input?.name", false},
+		{"input.arr[0]", false},
+		{"nodes.a.output.n + 1", false},
+	} {
+		t.Run(tt.src, func(t *testing.T) {
+			var got [2]any
+			var errs [2]string
+			for i, fast := range []bool{false, true} {
+				cp, err := compileBudgeted(tt.src, fast)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fast && (cp.fast != nil) != tt.fast {
+					t.Fatalf("fast form %+v, want one: %t", cp.fast, tt.fast)
+				}
+				ev := &evaluator{sc: sc, refs: []string{"a", "b", "c"}}
+				got[i], err = ev.run(&expression{src: tt.src, cp: cp, typ: cp.typ})
+				if err != nil {
+					errs[i] = err.Error()
+				}
+			}
+			if !reflect.DeepEqual(got[0], got[1]) || errs[0] != errs[1] {
+				t.Errorf("VM gave %#v (error %q), fast form %#v (error %q)", got[0], errs[0], got[1], errs[1])
+			}
+		})
+	}
+}
