@@ -74,6 +74,11 @@ func writeCaps(w io.Writer, c protocol.Capabilities) error {
 	fmt.Fprintf(tw, "  concurrency\t%d\n", k.MaxConcurrency)
 	fmt.Fprintf(tw, "  map items\t%d\n", k.MaxMapItems)
 	fmt.Fprintf(tw, "  child depth\t%d\n", k.MaxChildDepth)
+	fmt.Fprintf(tw, "  body nesting\t%d\n", k.MaxDepth)
+	fmt.Fprintf(tw, "  input schema\t%s, %d deep\n", bytesIEC(int64(k.MaxSchemaBytes)), k.MaxSchemaDepth)
+	fmt.Fprintf(tw, "  stream size\t%s (buffered %s)\n", bytesIEC(k.MaxStreamBytes), bytesIEC(k.MaxBufferedStreamBytes))
+	fmt.Fprintf(tw, "  expr steps\t%d\n", k.MaxExprSteps)
+	fmt.Fprintf(tw, "  expr memory\t%s\n", bytesIEC(k.MaxExprMemory))
 	return tw.Flush()
 }
 
