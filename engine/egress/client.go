@@ -24,6 +24,7 @@ import (
 type Client struct {
 	pol       policy
 	transport *http.Transport
+	rt        http.RoundTripper // transport, wrapped by Options.Wrap
 
 	maxBytes      int64
 	bytesRule     string // names the byte limit in messages: the policy's or the runner's
@@ -76,6 +77,10 @@ func New(p protocol.HTTPPolicy, o Options) (*Client, error) {
 		blocked:      slices.Clone(o.Blocked),
 	}
 	c.transport = newTransport(g)
+	c.rt = c.transport
+	if o.Wrap != nil {
+		c.rt = o.Wrap(c.transport)
+	}
 	return c, nil
 }
 
@@ -196,7 +201,7 @@ func (o *outgoing) request(ctx context.Context) (*http.Request, error) {
 // re-checked as a hop of its own, and *cur tracks the hop in flight.
 func (c *Client) redirecting(r *Request, o *outgoing, cur **url.URL) *http.Client {
 	return &http.Client{
-		Transport: c.transport,
+		Transport: c.rt,
 		CheckRedirect: func(next *http.Request, via []*http.Request) error {
 			if c.maxRedirects == 0 {
 				// maxRedirects 0: do not follow, hand the 3xx to the node.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"time"
@@ -54,6 +55,10 @@ type Options struct {
 	// unspecified or an interface address), the port is blocked on all of
 	// them, because a listener on 0.0.0.0 answers on each.
 	Blocked []netip.AddrPort
+	// Wrap, when not nil, wraps each execution's guarded transport, for
+	// example to add the trace context to requests. The guard stays
+	// beneath it, so every connection is checked whatever Wrap does.
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // limits are Options with defaults applied.

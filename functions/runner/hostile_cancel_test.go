@@ -175,7 +175,7 @@ func cancelRun(t *testing.T, extraEnv map[string]string, nodeTO int, disconnect 
 	}
 	cfg := testConfig(t, env)
 	var logs syncLog
-	h, err := newHandler(context.Background(), cfg, staticSource(t, cfg), slog.New(slog.NewJSONHandler(&logs, nil)), io.Discard)
+	h, err := newHandler(context.Background(), cfg, staticSource(t, cfg), slog.New(slog.NewJSONHandler(&logs, nil)), io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

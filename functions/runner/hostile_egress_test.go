@@ -32,7 +32,7 @@ func egressRunner(t *testing.T, runtimeAPI string) (string, *bytes.Buffer) {
 	cfg := testConfig(t, map[string]string{"AWS_LAMBDA_RUNTIME_API": runtimeAPI, "RUNNER_TOKENS": egressToken})
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
-	h, err := newHandler(context.Background(), cfg, staticSource(t, cfg), logger, io.Discard)
+	h, err := newHandler(context.Background(), cfg, staticSource(t, cfg), logger, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,12 @@ import (
 // In practice it does not return: the runtime loop ends the process itself
 // (logged, exit status 1) when the runtime API fails, and Lambda starts a
 // fresh one.
-func serveLambda(ctx context.Context, h http.Handler, cfg config.Config, logger *slog.Logger) error {
-	inv := newInvoker(h, cfg.LambdaMode, logger)
+func serveLambda(ctx context.Context, h http.Handler, cfg config.Config, logger *slog.Logger, tr *telemetry.Tracing) error {
+	var flush func(context.Context) error
+	if tr != nil {
+		flush = tr.Flush
+	}
+	inv := newInvoker(h, cfg.LambdaMode, logger, flush)
 	logger.Info("serving Lambda invocations", "mode", cfg.LambdaMode, "version", version)
 	// No WithEnableSIGTERM: it registers an extension at every cold start
 	// (time), and the runner keeps nothing that a shutdown would lose.
@@ -111,8 +115,10 @@ type invoker struct {
 	alb    *httpadapter.HandlerAdapterALB
 }
 
-func newInvoker(h http.Handler, mode string, logger *slog.Logger) *invoker {
-	h = invocationHandler(h, logger)
+// newInvoker returns the handler of Lambda events for h. flush, when not
+// nil, runs after each request is served, before the invocation ends.
+func newInvoker(h http.Handler, mode string, logger *slog.Logger, flush func(context.Context) error) *invoker {
+	h = invocationHandler(h, logger, flush)
 	return &invoker{
 		mode:   mode,
 		logger: logger,
@@ -202,7 +208,12 @@ func singleValued(h map[string][]string) map[string]string {
 // recovers its own; this guard matters because the streaming adapter runs
 // the handler on a goroutine of its own, where a panic would end the
 // process and every invocation in it.
-func invocationHandler(h http.Handler, logger *slog.Logger) http.Handler {
+//
+// flush (the spans' export) runs after h, still inside the invocation:
+// Lambda freezes the process once the response is complete, and a frozen
+// process exports nothing. A streamed response ends when this handler
+// returns, so its end waits for the export, at most tracingFlushTimeout.
+func invocationHandler(h http.Handler, logger *slog.Logger, flush func(context.Context) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var id string
 		if lc, ok := lambdacontext.FromContext(r.Context()); ok {
@@ -210,6 +221,9 @@ func invocationHandler(h http.Handler, logger *slog.Logger) http.Handler {
 			r.Header.Set("X-Amzn-Request-Id", id)
 		}
 		defer telemetry.BeginInvocation(id)()
+		if flush != nil {
+			defer flushSpans(r.Context(), flush, logger)
+		}
 		gw := &guardedWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -223,6 +237,25 @@ func invocationHandler(h http.Handler, logger *slog.Logger) http.Handler {
 		}()
 		h.ServeHTTP(gw, r)
 	})
+}
+
+// tracingFlushTimeout bounds one export of spans: a collector that does
+// not answer must not hold the invocation until its deadline.
+const tracingFlushTimeout = 2 * time.Second
+
+// flushSpans exports the invocation's spans, even when its client has gone
+// (ctx cancelled), within tracingFlushTimeout and the invocation's deadline.
+func flushSpans(ctx context.Context, flush func(context.Context) error, logger *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		var cancelDl context.CancelFunc
+		fctx, cancelDl = context.WithDeadline(fctx, dl)
+		defer cancelDl()
+	}
+	if err := flush(fctx); err != nil {
+		logger.WarnContext(ctx, "trace export", "err", err)
+	}
 }
 
 // guardedWriter notes whether the response has started, so a recovered

@@ -266,7 +266,7 @@ func TestInvokeServesEveryEventKind(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got seen
-			inv := newInvoker(recordingHandler(&got), tt.mode, slog.New(slog.DiscardHandler))
+			inv := newInvoker(recordingHandler(&got), tt.mode, slog.New(slog.DiscardHandler), nil)
 			ctx, deadline := invocationCtx(t, "lambda-req-1")
 			resp, err := inv.invoke(ctx, mustJSON(t, tt.event))
 			if err != nil {
@@ -291,7 +291,7 @@ func TestInvokeServesEveryEventKind(t *testing.T) {
 }
 
 func TestInvokeRejectsOtherEvents(t *testing.T) {
-	inv := newInvoker(http.NotFoundHandler(), config.LambdaModeAuto, slog.New(slog.DiscardHandler))
+	inv := newInvoker(http.NotFoundHandler(), config.LambdaModeAuto, slog.New(slog.DiscardHandler), nil)
 	for _, ev := range []string{`{}`, `{"Records":[]}`, `"ping"`} {
 		if resp, err := inv.invoke(context.Background(), json.RawMessage(ev)); err == nil {
 			t.Errorf("invoke(%s) = %v, want an error", ev, resp)
@@ -323,7 +323,7 @@ func TestInvokeRecoversPanics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inv := newInvoker(tt.h, config.LambdaModeAuto, slog.New(slog.DiscardHandler))
+			inv := newInvoker(tt.h, config.LambdaModeAuto, slog.New(slog.DiscardHandler), nil)
 			ctx, _ := invocationCtx(t, "r")
 			resp, err := inv.invoke(ctx, mustJSON(t, tt.event))
 			if err != nil {
@@ -362,11 +362,11 @@ func TestInvokeRealHandler(t *testing.T) {
 	cfg := testConfig(t, nil)
 	var logs, stdout bytes.Buffer
 	logger := newLogger(cfg, false, &logs)
-	h, err := newHandler(context.Background(), cfg, staticSource(t, cfg), logger, &stdout)
+	h, err := newHandler(context.Background(), cfg, staticSource(t, cfg), logger, &stdout, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := newInvoker(h, cfg.LambdaMode, logger)
+	inv := newInvoker(h, cfg.LambdaMode, logger, nil)
 	hello, err := os.ReadFile("../../events/hello-execution.json")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 	"time"
 
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		debug.SetGCPercent(gcPercent)
 	}
 	if *check {
-		if _, err := services(ctx, cfg); err != nil {
+		if _, err := services(ctx, cfg, nil); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "configuration ok")
@@ -99,15 +100,43 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	h, err := newHandler(ctx, cfg, src, logger, stdout)
+	tr, err := newTracing(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if tr != nil {
+		defer shutdownTracing(ctx, tr, logger)()
+	}
+	h, err := newHandler(ctx, cfg, src, logger, stdout, tr)
 	if err != nil {
 		return err
 	}
 	if cfg.Lambda {
 		serving = true
-		return serveLambda(ctx, h, cfg, logger)
+		return serveLambda(ctx, served(h, tr), cfg, logger, tr)
 	}
-	return serveLocal(ctx, h, cfg, devToken, stdout, logger)
+	return serveLocal(ctx, served(h, tr), cfg, devToken, stdout, logger)
+}
+
+// shutdownTracing flushes and stops tr once, when ctx ends (SIGTERM: under
+// Lambda the runtime loop never returns, and the process has a moment
+// before it is killed) or when the returned function runs (run returning).
+func shutdownTracing(ctx context.Context, tr *telemetry.Tracing, logger *slog.Logger) func() {
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), tracingFlushTimeout)
+			defer cancel()
+			if err := tr.Shutdown(ctx); err != nil {
+				logger.Warn("trace export at shutdown", "err", err)
+			}
+		})
+	}
+	stop := context.AfterFunc(ctx, shutdown)
+	return func() {
+		stop()
+		shutdown()
+	}
 }
 
 // tokenSource picks Secrets Manager when a secret is configured, else the

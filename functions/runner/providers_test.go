@@ -21,7 +21,7 @@ import (
 // and anthropic: capabilities advertise exactly the providers compiled in,
 // and a request naming one that is not gets a 400 at its path.
 func TestProvidersCompiledIn(t *testing.T) {
-	h, err := newHandler(context.Background(), wireConfig(t, nil), tokens.Static{Set: tokens.NewSet("t")}, slog.New(slog.DiscardHandler), io.Discard)
+	h, err := newHandler(context.Background(), wireConfig(t, nil), tokens.Static{Set: tokens.NewSet("t")}, slog.New(slog.DiscardHandler), io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

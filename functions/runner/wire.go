@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -23,8 +24,9 @@ import (
 // newHandler builds the engine and the handler from the configuration.
 // Under Lambda, per-execution metrics go to stdout as CloudWatch Embedded
 // Metric Format lines (the function's log stream, where CloudWatch extracts
-// them); a local server writes none.
-func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger, stdout io.Writer) (*functions.Handler, error) {
+// them); a local server writes none. tr, when not nil, traces executions
+// and propagates their trace context to every outbound request.
+func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger, stdout io.Writer, tr *telemetry.Tracing) (*functions.Handler, error) {
 	// Zero fields (unset variables) are the engine's defaults.
 	limits := engine.Limits{
 		MaxNodes:       cfg.MaxNodes,
@@ -45,7 +47,12 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 	}
 	eng := engine.New(limits)
 	eng.Logger = logger
-	svc, err := services(ctx, cfg)
+	var wrap func(http.RoundTripper) http.RoundTripper
+	if tr != nil {
+		eng.Observer = tr.Observer()
+		wrap = telemetry.Propagating
+	}
+	svc, err := services(ctx, cfg, wrap)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +146,7 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 // instead of failing executions. The Lambda runtime API and link-local
 // (metadata) addresses are never reachable from http nodes, toolsets or
 // model providers, whatever a policy or RUNNER_HTTP_ALLOW_CIDRS says.
-func services(ctx context.Context, cfg config.Config) (engine.Services, error) {
+func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTripper) http.RoundTripper) (engine.Services, error) {
 	var table *models.Table
 	if len(cfg.Models) > 0 {
 		t, err := models.NewTable("RUNNER_MODELS", cfg.Models)
@@ -157,12 +164,13 @@ func services(ctx context.Context, cfg config.Config) (engine.Services, error) {
 		Timeout:          cfg.HTTPTimeout,
 		AllowPrefixes:    cfg.HTTPAllowPrefixes,
 		Blocked:          blocked,
+		Wrap:             wrap,
 	}
 	// One guard for every connection an execution makes: http nodes dial
 	// through egress.Client (built per execution from httpOpts), toolsets
-	// and model providers through the shared endpoint client. A tracing
-	// wrapper goes in NewEndpoints' second argument.
-	endpoints := egress.NewEndpoints(httpOpts, nil)
+	// and model providers through the shared endpoint client. wrap (the
+	// trace context, when tracing is on) sits above the guard in both.
+	endpoints := egress.NewEndpoints(httpOpts, wrap)
 	return engine.Services{
 		Models:     &models.Clients{HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check},
 		ModelTable: table,
@@ -172,6 +180,32 @@ func services(ctx context.Context, cfg config.Config) (engine.Services, error) {
 			HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check,
 		},
 	}, nil
+}
+
+// newTracing starts the trace pipeline when cfg turns tracing on, and
+// returns nil (tracing off, no cost) otherwise.
+func newTracing(ctx context.Context, cfg config.Config) (*telemetry.Tracing, error) {
+	if !cfg.Tracing {
+		return nil, nil
+	}
+	name := cfg.FunctionName
+	if name == "" {
+		name = "runnerd-lambda"
+	}
+	tr, err := telemetry.NewTracing(ctx, telemetry.TracingOptions{Protocol: cfg.TracesProtocol, ServiceName: name, ServiceVersion: version})
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER: %w", err)
+	}
+	return tr, nil
+}
+
+// served is what the server or the Lambda adapters serve: h, reading each
+// request's traceparent when tracing is on.
+func served(h http.Handler, tr *telemetry.Tracing) http.Handler {
+	if tr == nil {
+		return h
+	}
+	return telemetry.TraceRequests(h)
 }
 
 // secretsSource reads tokens from Secrets Manager with the function's role.

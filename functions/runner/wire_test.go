@@ -42,7 +42,7 @@ func TestCapabilitiesFromServices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := wireConfig(t, tt.env)
-			h, err := newHandler(context.Background(), cfg, tokens.Static{Set: tokens.NewSet("t")}, slog.New(slog.DiscardHandler), io.Discard)
+			h, err := newHandler(context.Background(), cfg, tokens.Static{Set: tokens.NewSet("t")}, slog.New(slog.DiscardHandler), io.Discard, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestBareDeployment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := newHandler(context.Background(), wireConfig(t, tt.env), tokens.Static{Set: tokens.NewSet("t")}, slog.New(slog.DiscardHandler), io.Discard)
+			h, err := newHandler(context.Background(), wireConfig(t, tt.env), tokens.Static{Set: tokens.NewSet("t")}, slog.New(slog.DiscardHandler), io.Discard, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

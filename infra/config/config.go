@@ -71,7 +71,25 @@ type Config struct {
 	HTTPAllowPrefixes    []netip.Prefix // RUNNER_HTTP_ALLOW_CIDRS: private ranges http nodes may reach
 	HTTPMaxResponseBytes int64          // RUNNER_HTTP_MAX_RESPONSE_BYTES (0: egress.DefaultMaxResponseBytes)
 	HTTPTimeout          time.Duration  // RUNNER_HTTP_TIMEOUT_MS (0: egress.DefaultTimeout)
+
+	// Tracing is on when OTEL_TRACES_EXPORTER is "otlp" (and
+	// OTEL_SDK_DISABLED is not "true"); unset or "none" it is off. Only
+	// the choice and the protocol are read here; the exporter reads its
+	// own settings (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, _TIMEOUT, …),
+	// and the SDK OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and
+	// OTEL_TRACES_SAMPLER, as the OpenTelemetry specification names them.
+	Tracing bool
+	// TracesProtocol is OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+	// OTEL_EXPORTER_OTLP_PROTOCOL: TracesProtocolHTTP (the default) or
+	// TracesProtocolGRPC.
+	TracesProtocol string
 }
+
+// The OTLP protocols the runner exports traces with.
+const (
+	TracesProtocolHTTP = "http/protobuf"
+	TracesProtocolGRPC = "grpc"
+)
 
 // The values of RUNNER_LAMBDA_MODE.
 //
@@ -152,7 +170,42 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.HTTPAllowPrefixes = append(c.HTTPAllowPrefixes, p)
 	}
+	r.tracing(&c)
 	return c, errors.Join(r.errs...)
+}
+
+// tracing reads the OpenTelemetry variables the runner acts on. Exporters
+// other than otlp are refused rather than ignored, so a typo does not
+// silently leave tracing off.
+func (r *reader) tracing(c *Config) {
+	if strings.EqualFold(strings.TrimSpace(r.getenv("OTEL_SDK_DISABLED")), "true") {
+		return
+	}
+	for _, e := range splitList(r.getenv("OTEL_TRACES_EXPORTER")) {
+		switch strings.ToLower(e) {
+		case "none":
+		case "otlp":
+			c.Tracing = true
+		default:
+			r.errs = append(r.errs, fmt.Errorf("OTEL_TRACES_EXPORTER: %q is not supported (otlp or none)", e))
+		}
+	}
+	if !c.Tracing {
+		return
+	}
+	name := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	p := strings.TrimSpace(r.getenv(name))
+	if p == "" {
+		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		p = strings.TrimSpace(r.getenv(name))
+	}
+	switch c.TracesProtocol = strings.ToLower(p); c.TracesProtocol {
+	case "":
+		c.TracesProtocol = TracesProtocolHTTP
+	case TracesProtocolHTTP, TracesProtocolGRPC:
+	default:
+		r.errs = append(r.errs, fmt.Errorf("%s: %q is not supported (http/protobuf or grpc)", name, p))
+	}
 }
 
 type reader struct {

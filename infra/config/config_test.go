@@ -51,6 +51,16 @@ func TestLoadValues(t *testing.T) {
 		}},
 		{"log level", env{"RUNNER_LOG_LEVEL": "debug"}, func(c Config) bool { return c.LogLevel == slog.LevelDebug }},
 		{"lambda mode", env{"RUNNER_LAMBDA_MODE": "STREAM"}, func(c Config) bool { return c.LambdaMode == LambdaModeStream }},
+		{"tracing off", env{}, func(c Config) bool { return !c.Tracing }},
+		{"tracing none", env{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, func(c Config) bool { return !c.Tracing }},
+		{"tracing otlp", env{"OTEL_TRACES_EXPORTER": "otlp"}, func(c Config) bool { return c.Tracing && c.TracesProtocol == TracesProtocolHTTP }},
+		{"tracing grpc", env{"OTEL_TRACES_EXPORTER": "OTLP", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, func(c Config) bool {
+			return c.Tracing && c.TracesProtocol == TracesProtocolGRPC
+		}},
+		{"traces protocol wins", env{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}, func(c Config) bool {
+			return c.Tracing && c.TracesProtocol == TracesProtocolHTTP
+		}},
+		{"sdk disabled", env{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}, func(c Config) bool { return !c.Tracing }},
 		{"timeout and reserve", env{"RUNNER_TIMEOUT_SECONDS": "60", "RUNNER_RESERVE_MS": "1500"}, func(c Config) bool {
 			return c.Timeout == 60*time.Second && c.Reserve == 1500*time.Millisecond
 		}},
@@ -125,6 +135,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{env{"RUNNER_TOKEN_REFRESH_INTERVAL": "-1s"}, []string{"RUNNER_TOKEN_REFRESH_INTERVAL"}},
 		{env{"RUNNER_LOG_LEVEL": "loud"}, []string{"RUNNER_LOG_LEVEL"}},
 		{env{"RUNNER_LAMBDA_MODE": "sometimes"}, []string{"RUNNER_LAMBDA_MODE"}},
+		{env{"OTEL_TRACES_EXPORTER": "zipkin"}, []string{"OTEL_TRACES_EXPORTER", `"zipkin"`}},
+		{env{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, []string{"OTEL_EXPORTER_OTLP_PROTOCOL", `"http/json"`}},
+		{env{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "udp"}, []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}},
 		{env{"RUNNER_MODELS": `{"role":"general"}`}, []string{"RUNNER_MODELS"}},
 		{env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8,intranet"}, []string{"RUNNER_HTTP_ALLOW_CIDRS", `"intranet"`}},
 		{env{"RUNNER_HTTP_MAX_RESPONSE_BYTES": "0"}, []string{"RUNNER_HTTP_MAX_RESPONSE_BYTES"}},
