@@ -42,6 +42,10 @@ type node struct {
 	// dynamic); computed per evaluation rather than kept per node, which
 	// would cost a chain's length squared.
 	ancestors func() []string
+	// quick is set by kinds whose step does no more than read its with;
+	// inline when such a node runs on the scheduler (see inline.go).
+	quick  bool
+	inline bool
 }
 
 // statelessOnly names node types of the full language that need server
@@ -137,6 +141,7 @@ func (p *prep) compileNode(g *graph, i int, nd nodeDoc, outer *exprScope, item b
 	if cs, ok := n.step.(composite); ok {
 		n.inner = cs
 	}
+	n.inline = n.inlineable()
 	if n.dynamic || n.when != nil && n.when.all {
 		n.ancestors = sc.ancestors
 	}

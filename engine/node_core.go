@@ -12,6 +12,7 @@ type setKind struct{}
 
 func (setKind) Prepare(c *Compiler) Step {
 	c.With()
+	c.runsInline()
 	return StepFunc(func(_ context.Context, call *Call) (any, error) {
 		return call.WithMap()["value"], nil
 	})
@@ -24,6 +25,7 @@ var codePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
 func (failKind) Prepare(c *Compiler) Step {
 	c.With()
+	c.runsInline()
 	return StepFunc(func(_ context.Context, call *Call) (any, error) {
 		f := call.Fields()
 		msg, _ := f.String("message")

@@ -254,8 +254,9 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 	return nodeState{status: protocol.NodeStatusSkipped}, true
 }
 
-// runNode runs a node's attempts. It is called on its own goroutine, with a
-// slot of the execution's concurrency taken for it unless it is composite.
+// runNode runs a node's attempts. It is called on its own goroutine (or the
+// scheduler's, for a node that runs inline), with a slot of the execution's
+// concurrency taken for it unless it is composite.
 func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphFailure) {
 	n := gr.g.nodes[i]
 	r := gr.r

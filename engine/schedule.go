@@ -28,8 +28,11 @@ func (gr *graphRun) execute(ctx context.Context) error {
 		if s.stopping() {
 			s.runnable = nil // start nothing new
 		}
-		for len(s.runnable) > 0 && trySend(gr.r.sem) {
+		if len(s.runnable) > 0 && trySend(gr.r.sem) {
+			// One at a time: an inline node may have ended and made
+			// others ready, or failed.
 			s.startNext()
+			continue
 		}
 		if s.running == 0 && len(s.runnable) == 0 {
 			break
@@ -122,10 +125,27 @@ func (s *scheduler) start(i int) {
 	}()
 }
 
-// startNext starts the first runnable node, whose slot is taken.
+// finished records a node's end and makes its dependents ready.
+func (s *scheduler) finished(res result) {
+	s.gr.record(res.i, res.state)
+	if res.state.status == protocol.NodeStatusFailed && !s.gr.g.nodes[res.i].continue_ && s.failure == nil {
+		s.failure = res.fail
+		s.cancel()
+	}
+	s.ended(res.i)
+}
+
+// startNext starts the first runnable node, whose slot is taken: on its
+// own goroutine, or at once on this one when it runs inline (inline.go).
 func (s *scheduler) startNext() {
-	s.start(s.runnable[0])
+	i := s.runnable[0]
 	s.runnable = s.runnable[1:]
+	if s.gr.g.nodes[i].inline {
+		st, f := s.gr.runNode(s.ctx, i)
+		s.finished(result{i: i, state: st, fail: f})
+		return
+	}
+	s.start(i)
 }
 
 // wait waits for a node to end or, when nodes wait for one, for a slot or
@@ -139,12 +159,7 @@ func (s *scheduler) wait() {
 	select {
 	case res := <-s.done:
 		s.running--
-		s.gr.record(res.i, res.state)
-		if res.state.status == protocol.NodeStatusFailed && !s.gr.g.nodes[res.i].continue_ && s.failure == nil {
-			s.failure = res.fail
-			s.cancel()
-		}
-		s.ended(res.i)
+		s.finished(res)
 	case slot <- struct{}{}:
 		s.startNext()
 	case <-stop:
