@@ -43,7 +43,11 @@ func BenchmarkFanout1000(b *testing.B) { benchmarkRun(b, fanoutBody(1000), 1000)
 // benchmarkRun measures Run alone (Prepare is outside the timer), writing
 // real NDJSON to io.Discard, and reports the cost per node.
 func benchmarkRun(b *testing.B, body string, nodes int) {
-	e := New(DefaultLimits())
+	benchmarkRunOn(b, New(DefaultLimits()), body, nodes)
+}
+
+// benchmarkRunOn is benchmarkRun on e (an engine with an Observer, say).
+func benchmarkRunOn(b *testing.B, e *Engine, body string, nodes int) {
 	req := decodeReq(b, body)
 	b.ReportAllocs()
 	var mallocs uint64

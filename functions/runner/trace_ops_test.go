@@ -266,7 +266,7 @@ func TestOpsTraceFailedNode(t *testing.T) {
 			t.Errorf("%s status %+v, want FAILED", s.Name, s.Status)
 		}
 		for _, a := range s.Attributes {
-			if strings.Contains(a.Value.Emit(), traceSecret) {
+			if strings.Contains(a.Value.String(), traceSecret) {
 				t.Errorf("%s attribute %s holds the failure's message", s.Name, a.Key)
 			}
 		}
