@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,8 +76,11 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 		g.index[nd.ID] = i
 	}
 	g.nodes = make([]*node, len(docs))
+	// One allocation for the graph's nodes, not one per node.
+	nodes := make([]node, len(docs))
 	for i, nd := range docs {
-		n := &node{id: nd.ID, typ: nd.Type, path: fmt.Sprintf("%s[%d]", path, i), continue_: nd.OnError == "continue"}
+		n := &nodes[i]
+		*n = node{id: nd.ID, typ: nd.Type, path: path + "[" + strconv.Itoa(i) + "]", continue_: nd.OnError == "continue"}
 		for j, need := range nd.Needs {
 			k, ok := g.index[need]
 			switch {
@@ -108,7 +112,7 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 		if len(n.dependent) == 0 {
 			g.sinks = append(g.sinks, i)
 		}
-		p.compileNode(g, i, docs[i], outer, item)
+		p.compileNode(g, i, &docs[i], outer, item)
 	}
 	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes {
 		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
@@ -116,7 +120,7 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 	return g
 }
 
-func (p *prep) compileNode(g *graph, i int, nd nodeDoc, outer *exprScope, item bool) {
+func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *exprScope, item bool) {
 	n := g.nodes[i]
 	sc := &exprScope{
 		input:     p.input,
@@ -136,7 +140,7 @@ func (p *prep) compileNode(g *graph, i int, nd nodeDoc, outer *exprScope, item b
 		p.d.add(n.path+".type", "node %q: unknown node type %q (this runner runs %s)", nd.ID, nd.Type, strings.Join(p.e.NodeTypes(), ", "))
 		return
 	}
-	c := &Compiler{p: p, g: g, n: n, doc: &nd, sc: sc}
+	c := &Compiler{p: p, g: g, n: n, doc: nd, sc: sc}
 	n.step = kind.Prepare(c)
 	if cs, ok := n.step.(composite); ok {
 		n.inner = cs

@@ -90,10 +90,15 @@ func (c *Compiler) RuntimeErrorf(field, format string, args ...any) {
 // With compiles the node's with, less the given fields, as the value the
 // scheduler evaluates into Call.With before each attempt.
 func (c *Compiler) With(except ...string) {
-	m := make(map[string]any, len(c.doc.With))
-	for k, v := range c.doc.With {
-		if !contains(except, k) {
-			m[k] = v
+	// compileTemplate does not keep or change what it reads: with nothing
+	// left out, the document's own map serves.
+	m := c.doc.With
+	if len(except) > 0 {
+		m = make(map[string]any, len(c.doc.With))
+		for k, v := range c.doc.With {
+			if !contains(except, k) {
+				m[k] = v
+			}
 		}
 	}
 	c.n.with = compileTemplate(c.Path(""), m, c.sc, c.p.d)
