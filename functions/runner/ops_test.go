@@ -125,6 +125,18 @@ func TestOpsVersionWithoutGit(t *testing.T) {
 			if got := strings.TrimSpace(string(b)); got != tt.want {
 				t.Errorf("version %q, want %q", got, tt.want)
 			}
+			// What a deployed stack shows: capabilities of the .git-less
+			// build under the Lambda runtime interface emulator.
+			r := startRIEWith(t, lambdaEnv(t, nil), filepath.Join(out, "bootstrap"))
+			defer r.stop()
+			p, body := r.streamed(t, functionURLEvent("GET", "/v1/capabilities", testToken, ""), "")
+			var caps struct{ Runner struct{ Version string } }
+			if err := json.Unmarshal(body, &caps); err != nil || p.StatusCode != 200 {
+				t.Fatalf("capabilities %d %s: %v", p.StatusCode, body, err)
+			}
+			if caps.Runner.Version != tt.want {
+				t.Errorf("capabilities runner.version %q, want %q", caps.Runner.Version, tt.want)
+			}
 		})
 	}
 }
