@@ -2,44 +2,20 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/runnerd/lambda-runner/docs"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
 
-var (
-	workflowSchemaOnce sync.Once
-	workflowSchema     *jsonschema.Schema
-	workflowSchemaErr  error
-	printer            = message.NewPrinter(language.English)
-)
-
-// documentSchema returns the compiled workflow document schema
-// (docs/workflow.schema.json), compiled once per process.
-func documentSchema() (*jsonschema.Schema, error) {
-	workflowSchemaOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(docs.WorkflowSchema))
-		if err != nil {
-			workflowSchemaErr = fmt.Errorf("engine: workflow schema: %w", err)
-			return
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource("workflow.schema.json", doc); err != nil {
-			workflowSchemaErr = fmt.Errorf("engine: workflow schema: %w", err)
-			return
-		}
-		workflowSchema, workflowSchemaErr = c.Compile("workflow.schema.json")
-	})
-	return workflowSchema, workflowSchemaErr
-}
+var printer = message.NewPrinter(language.English)
 
 // compileSchema compiles a JSON Schema carried by a request (a workflow's
 // input schema, a model node's json schema). It never loads remote
@@ -63,34 +39,35 @@ func (noLoader) Load(url string) (any, error) {
 // schemaDetails turns a validation error into details under path, one per
 // failing leaf, deduplicated by location.
 func schemaDetails(path string, err error, d *detailList) {
-	ve, ok := err.(*jsonschema.ValidationError)
+	leaves, ok := schemaLeaves(path, err)
 	if !ok {
 		d.add(path, "%v", err)
 		return
 	}
-	type leaf struct{ loc, msg string }
-	var leaves []leaf
-	var covers []string
+	reportLeaves(leaves, d)
+}
+
+// schemaLeaves lists the failing leaves of a validation error, located
+// under path; ok is false when err is not a validation error.
+func schemaLeaves(path string, err error) (leaves []schemaLeaf, ok bool) {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return nil, false
+	}
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			loc := joinPath(path, e.InstanceLocation)
-			leaves = append(leaves, leaf{loc, e.ErrorKind.LocalizedString(printer)})
-			// A missing or unknown member is reported at its object; the
-			// later checks that would trip over it are those of the
-			// member, not of the whole object.
+			l := schemaLeaf{loc: joinPath(path, e.InstanceLocation), msg: e.ErrorKind.LocalizedString(printer)}
 			switch k := e.ErrorKind.(type) {
 			case *kind.Required:
-				for _, m := range k.Missing {
-					covers = append(covers, loc+"."+m)
-				}
+				l.members = k.Missing
 			case *kind.AdditionalProperties:
-				for _, m := range k.Properties {
-					covers = append(covers, loc+"."+m)
-				}
-			default:
-				covers = append(covers, loc)
+				// The validator lists them in map order; sorted, the
+				// message is the same every time.
+				l.members = slices.Sorted(slices.Values(k.Properties))
+				l.msg = additionalMessage(l.members)
 			}
+			leaves = append(leaves, l)
 			return
 		}
 		for _, c := range e.Causes {
@@ -98,20 +75,69 @@ func schemaDetails(path string, err error, d *detailList) {
 		}
 	}
 	walk(ve)
-	// anyOf alternatives fail at the same place: keep one message a place,
-	// the deepest places first being the most precise.
-	seen := map[string]bool{}
+	return leaves, true
+}
+
+// reportLeaves adds leaves to d in path order, one message a place, and
+// covers what they name: a missing or unknown member is reported at its
+// object, but the later checks that would trip over it are those of the
+// member, not of the whole object.
+func reportLeaves(leaves []schemaLeaf, d *detailList) {
+	// Stable: anyOf alternatives fail at the same place, and the first
+	// one's message is kept.
+	slices.SortStableFunc(leaves, func(a, b schemaLeaf) int { return comparePaths(a.loc, b.loc) })
+	for i, l := range leaves {
+		if i == 0 || leaves[i-1].loc != l.loc {
+			d.add(l.loc, "%s", l.msg)
+		}
+	}
 	for _, l := range leaves {
-		if seen[l.loc] {
+		if l.members == nil {
+			d.cover(l.loc)
 			continue
 		}
-		seen[l.loc] = true
-		d.add(l.loc, "%s", l.msg)
-	}
-	for _, c := range covers {
-		d.cover(c)
+		for _, m := range l.members {
+			d.cover(l.loc + "." + m)
+		}
 	}
 }
+
+// comparePaths orders paths as strings, but indexes by value: nodes[2]
+// before nodes[10].
+func comparePaths(a, b string) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			ei, ej := i, j
+			for ei < len(a) && isDigit(a[ei]) {
+				ei++
+			}
+			for ej < len(b) && isDigit(b[ej]) {
+				ej++
+			}
+			x, y := strings.TrimLeft(a[i:ei], "0"), strings.TrimLeft(b[j:ej], "0")
+			if c := cmp.Compare(len(x), len(y)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(x, y); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(ei-i, ej-j); c != 0 {
+				return c
+			}
+			i, j = ei, ej
+			continue
+		}
+		if a[i] != b[j] {
+			return cmp.Compare(a[i], b[j])
+		}
+		i++
+		j++
+	}
+	return cmp.Compare(len(a)-i, len(b)-j)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // joinPath appends JSON pointer tokens to a dotted path: ["nodes","2","id"]
 // becomes "workflow.nodes[2].id".

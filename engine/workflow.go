@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"strconv"
 )
 
 // document is a workflow document as decoded, after it passed the schema.
@@ -50,52 +54,187 @@ func (p *RetryPolicy) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// parseDocument checks raw against the workflow schema and decodes it. path
-// is where the document sits in the request ("workflow",
-// "runtime.workflows[2]"). A document the schema finds fault with is still
-// decoded as far as it goes, so that the graph, expressions and input can
-// be checked too; nil means there is nothing to check.
+// parseDocument checks raw against the rules of the workflow schema and
+// decodes it. path is where the document sits in the request ("workflow",
+// "runtime.workflows[2]"). A document that breaks a rule is still decoded
+// as far as it goes, so that the graph, expressions and input can be
+// checked too; nil means there is nothing to check.
 func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
-	sch, err := documentSchema()
-	if err != nil {
-		d.add(path, "%v", err)
-		return nil
-	}
-	inst, err := schemaValueRaw(raw)
+	tree, input, output, err := decodeDocument(raw)
 	if err != nil {
 		d.add(path, "malformed JSON: %v", err)
 		return nil
 	}
-	if err := sch.Validate(inst); err != nil {
-		schemaDetails(path, err, d)
+	reportLeaves(checkDocumentSchema(path, tree), d)
+	doc := &document{present: map[string]bool{}, Input: input, Output: output}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return doc
 	}
-	var doc document
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			d.add(path, "%v", err)
-			return nil
-		}
-		// A member of the wrong type is left out and reported by the
-		// schema; the rest is decoded.
-	}
-	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &fields)
-	doc.present = map[string]bool{}
-	for k := range fields {
+	for k := range m {
 		doc.present[k] = true
 	}
-	return &doc
+	doc.ID, _ = m["id"].(string)
+	if a, ok := m["nodes"].([]any); ok {
+		for i, n := range a {
+			nm, ok := n.(map[string]any)
+			if !ok {
+				continue
+			}
+			if w, ok := nm["with"].(map[string]any); ok {
+				if bad := floatNumbers(w); bad != "" {
+					d.add(fmt.Sprintf("%s.nodes[%d].with", path, i), "the number %s is out of range", bad)
+				}
+			}
+		}
+		doc.Nodes = nodeDocs(a)
+	}
+	return doc
+}
+
+// decodeDocument decodes a workflow document with exact numbers, keeping
+// its input and output members as written: the input schema is compiled
+// from its text, the output is decoded later. Their places in the tree
+// hold what the rules look at (the input's value, nil for the output).
+func decodeDocument(raw []byte) (tree any, input, output json.RawMessage, err error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		err = dec.Decode(&tree)
+		if err == nil {
+			err = decodeEnd(dec)
+		}
+		return tree, nil, nil, err
+	}
+	if _, err = dec.Token(); err != nil {
+		return nil, nil, nil, err
+	}
+	m := map[string]any{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		key, _ := t.(string)
+		var v any
+		switch key {
+		case "input":
+			if err := dec.Decode(&input); err != nil {
+				return nil, nil, nil, err
+			}
+			in := json.NewDecoder(bytes.NewReader(input))
+			in.UseNumber()
+			err = in.Decode(&v)
+		case "output":
+			err = dec.Decode(&output)
+		default:
+			err = dec.Decode(&v)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		m[key] = v
+	}
+	if _, err = dec.Token(); err != nil {
+		return nil, nil, nil, err
+	}
+	return m, input, output, decodeEnd(dec)
+}
+
+func decodeEnd(dec *json.Decoder) error {
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("invalid character after top-level value")
+	}
+	return nil
+}
+
+// floatNumbers turns the exact numbers under v into float64s in place, the
+// representation expressions and templates work on. It returns the text of
+// a number no float64 holds, "" when there is none.
+func floatNumbers(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if n, ok := e.(json.Number); ok {
+				f, err := strconv.ParseFloat(string(n), 64)
+				if err != nil {
+					return string(n)
+				}
+				v[k] = f
+			} else if bad := floatNumbers(e); bad != "" {
+				return bad
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if n, ok := e.(json.Number); ok {
+				f, err := strconv.ParseFloat(string(n), 64)
+				if err != nil {
+					return string(n)
+				}
+				v[i] = f
+			} else if bad := floatNumbers(e); bad != "" {
+				return bad
+			}
+		}
+	}
+	return ""
+}
+
+// nodeDocs decodes nodes as written. A member of the wrong type is left
+// zero: the schema rules report it.
+func nodeDocs(a []any) []nodeDoc {
+	nodes := make([]nodeDoc, len(a))
+	for i, v := range a {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		n := &nodes[i]
+		n.ID, _ = m["id"].(string)
+		n.Type, _ = m["type"].(string)
+		n.When, _ = m["when"].(string)
+		n.OnError, _ = m["onError"].(string)
+		n.With, _ = m["with"].(map[string]any)
+		if needs, ok := m["needs"].([]any); ok {
+			n.Needs = make([]string, len(needs))
+			for j, id := range needs {
+				n.Needs[j], _ = id.(string)
+			}
+		}
+		if t, ok := m["timeoutMs"]; ok {
+			n.TimeoutMs, _ = millis(t)
+		}
+		if r, ok := m["retry"].(map[string]any); ok {
+			n.Retry = retryPolicy(r)
+		}
+	}
+	return nodes
+}
+
+func retryPolicy(m map[string]any) *RetryPolicy {
+	p := DefaultRetry
+	if v, ok := millis(m["maxAttempts"]); ok {
+		p.MaxAttempts = int(v)
+	}
+	if v, ok := millis(m["backoffMs"]); ok {
+		p.BackoffMs = v
+	}
+	if v, ok := millis(m["maxBackoffMs"]); ok {
+		p.MaxBackoffMs = v
+	}
+	if _, text, ok := jsonNumber(m["factor"]); ok {
+		p.Factor = decFloat(text)
+	}
+	return &p
 }
 
 // parseNodes decodes a sub-graph's nodes (a map node's with.nodes), already
-// checked by the document schema.
+// checked with the document.
 func parseNodes(v any) ([]nodeDoc, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s, want an array of nodes", jsonTypeOf(v))
 	}
-	var nodes []nodeDoc
-	err = json.Unmarshal(b, &nodes)
-	return nodes, err
+	return nodeDocs(a), nil
 }
