@@ -15,6 +15,10 @@ type decimal struct {
 	neg    bool
 	digits string // no leading or trailing zeros; "" is zero
 	exp    int    // value = digits × 10^exp
+	// huge says the exponent as written is beyond what math/big parses
+	// (|e| > 1e6): the validator then finds the number neither an
+	// integer nor equal to any value, and so do these checks.
+	huge bool
 }
 
 // maxDecimalExp bounds exponents; a document cannot hold enough digits to
@@ -54,13 +58,14 @@ func parseDecimal(s string) (decimal, bool) {
 	}
 	digits := intPart + frac
 	exp -= len(frac)
+	d.huge = exp > 1e6 || exp < -1e6
 	digits = strings.TrimLeft(digits, "0")
 	for len(digits) > 0 && digits[len(digits)-1] == '0' {
 		digits = digits[:len(digits)-1]
 		exp++
 	}
 	if digits == "" {
-		return decimal{}, true
+		return decimal{huge: d.huge}, true
 	}
 	d.digits, d.exp = digits, exp
 	return d, true
@@ -115,7 +120,7 @@ func (d decimal) cmpAbs(o decimal) int {
 	return strings.Compare(d.digits, o.digits)
 }
 
-func (d decimal) isInt() bool { return d.digits == "" || d.exp >= 0 }
+func (d decimal) isInt() bool { return !d.huge && (d.digits == "" || d.exp >= 0) }
 
 // jsonNumber reports v's exact value when it is a JSON number.
 func jsonNumber(v any) (decimal, string, bool) {

@@ -283,7 +283,7 @@ func (c *docChecker) document(v any) {
 		case "id":
 			c.strMin1(val)
 		case "version":
-			if d, _, ok := jsonNumber(val); !ok || d.cmp(decOne) != 0 {
+			if d, _, ok := jsonNumber(val); !ok || d.huge || d.cmp(decOne) != 0 {
 				c.fail("value must be %s", "1")
 			}
 		case "input":
@@ -717,7 +717,9 @@ func firstDuplicate(a []any) (int, int) {
 	var b strings.Builder
 	for i, v := range a {
 		b.Reset()
-		canonical(&b, v)
+		if !canonical(&b, v) {
+			continue // equal to nothing, as the validator finds
+		}
 		k := b.String()
 		if j, ok := seen[k]; ok {
 			return j, i
@@ -728,8 +730,9 @@ func firstDuplicate(a []any) (int, int) {
 }
 
 // canonical writes a key equal for JSON-equal values: numbers by exact
-// value, objects with sorted members.
-func canonical(b *strings.Builder, v any) {
+// value, objects with sorted members. It is false for a value holding a
+// number math/big cannot parse, which the validator finds equal to nothing.
+func canonical(b *strings.Builder, v any) bool {
 	switch v := v.(type) {
 	case nil:
 		b.WriteString("n")
@@ -745,7 +748,9 @@ func canonical(b *strings.Builder, v any) {
 	case []any:
 		b.WriteString("[")
 		for _, e := range v {
-			canonical(b, e)
+			if !canonical(b, e) {
+				return false
+			}
 			b.WriteString(",")
 		}
 		b.WriteString("]")
@@ -759,15 +764,21 @@ func canonical(b *strings.Builder, v any) {
 		for _, k := range keys {
 			b.WriteString(strconv.Quote(k))
 			b.WriteString(":")
-			canonical(b, v[k])
+			if !canonical(b, v[k]) {
+				return false
+			}
 			b.WriteString(",")
 		}
 		b.WriteString("}")
 	default:
-		d, _, _ := jsonNumber(v)
+		d, _, ok := jsonNumber(v)
+		if !ok || d.huge {
+			return false
+		}
 		b.WriteString("d")
 		b.WriteString(d.String())
 	}
+	return true
 }
 
 // schemaQuote quotes s as the validator does in its messages.

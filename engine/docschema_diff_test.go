@@ -81,7 +81,13 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own dsOutcome, ok boo
 	if err != nil {
 		t.Fatalf("library decodes %s, decodeDocument does not: %v", raw, err)
 	}
-	if verr := dsLibrarySchema(t).Validate(inst); verr != nil {
+	verr, panicked := dsLibraryValidate(t, inst)
+	if panicked {
+		// The library compares a minimum with a number math/big cannot
+		// parse by dereferencing nil: there is no verdict to agree with.
+		return true, lib, own, false
+	}
+	if verr != nil {
 		leaves, isVE := schemaLeaves("workflow", verr)
 		if !isVE {
 			t.Fatalf("validation error %T: %v", verr, verr)
@@ -91,6 +97,16 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own dsOutcome, ok boo
 	own = dsReport(checkDocumentSchema("workflow", tree))
 	agree = slices.Equal(lib.details, own.details) && slices.Equal(lib.covered, own.covered)
 	return agree, lib, own, true
+}
+
+func dsLibraryValidate(t testing.TB, inst any) (err error, panicked bool) {
+	sch := dsLibrarySchema(t)
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	return sch.Validate(inst), false
 }
 
 func dsCheck(t testing.TB, name string, raw []byte) bool {
@@ -309,6 +325,7 @@ func FuzzDocSchema(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"nodes":[{"id":"a","type":"set","timeoutMs":1e-9999999,"needs":[1e9999999,1e9999999],"retry":{"factor":1e-9999999}}],"version":1e9999999}`))
 	f.Add([]byte(`{"nodes":[{"id":"a","needs":["b","c","b"]}],"version":1.0}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if len(raw) > 1<<16 {

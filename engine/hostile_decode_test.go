@@ -14,7 +14,8 @@ func TestHostileDecodeNumbers(t *testing.T) {
 		name, wf, path, fragment string
 	}{
 		{"huge version", `{"version":1e999999999,"nodes":[]}`, "workflow.version", "value must be 1"},
-		{"huge negative timeoutMs", `{"nodes":[{"id":"a","type":"set","timeoutMs":-1e999999999}]}`, "workflow.nodes[0].timeoutMs", "minimum"},
+		{"huge negative timeoutMs", `{"nodes":[{"id":"a","type":"set","timeoutMs":-1e999999999}]}`, "workflow.nodes[0].timeoutMs", "want integer"},
+		{"huge needs are equal to nothing", `{"nodes":[{"id":"a","type":"set","needs":[1e9999999,1e9999999]}]}`, "workflow.nodes[0].needs[0]", "want string"},
 		{"tiny maxAttempts", `{"nodes":[{"id":"a","type":"set","retry":{"maxAttempts":1e-999999999}}]}`, "workflow.nodes[0].retry.maxAttempts", "want integer"},
 		{"with value out of float64 range", `{"nodes":[{"id":"a","type":"set","with":{"value":[1e400]}}]}`, "workflow.nodes[0].with", "1e400 is out of range"},
 		{"map inner value out of range", `{"nodes":[{"id":"m","type":"map","with":{"items":[1],"nodes":[{"id":"a","type":"set","with":{"value":-1e400}}]}}]}`, "workflow.nodes[0].with", "out of range"},
