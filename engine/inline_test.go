@@ -48,14 +48,13 @@ func TestInlineNodes(t *testing.T) {
 // A long chain of inline nodes still stops when the execution's context
 // ends: the scheduler looks at it between nodes.
 func TestInlineChainStopsOnCancel(t *testing.T) {
-	e := newTestEngine(nil)
 	nodes := []string{`{"id":"n0","type":"set","with":{"value":0}}`}
 	for i := 1; i < 5000; i++ {
 		nodes = append(nodes, `{"id":"n`+strconv.Itoa(i)+`","type":"set","needs":["n`+strconv.Itoa(i-1)+`"],"with":{"value":"${{ nodes.n`+strconv.Itoa(i-1)+`.output + 1 }}"}}`)
 	}
 	l := DefaultLimits()
 	l.MaxNodes = 10000
-	e = New(l)
+	e := New(l)
 	x := prepareReq(t, e, reqBody(`{"nodes":[`+strings.Join(nodes, ",")+`]}`, ""))
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &cancelAfterSink{n: 100, cancel: cancel}
