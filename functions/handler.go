@@ -195,12 +195,33 @@ func (h *Handler) authenticate(r *http.Request) error {
 }
 
 func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logger, arrived time.Time) {
+	rc := http.NewResponseController(w)
+	body, ok := h.readBody(w, r, rc, log)
+	if !ok {
+		return
+	}
+	x, err := h.Engine.PrepareBody(body)
+	if err != nil {
+		var inv *protocol.Invalid
+		if !errors.As(err, &inv) {
+			inv = protocol.Invalidf("", "%v", err)
+		}
+		log.Info("invalid execution", "problems", len(inv.Details), "paths", problemPaths(inv.Details))
+		resp := inv.Response()
+		writeJSON(w, protocol.HTTPStatus(resp.Error.Code), resp)
+		return
+	}
+	h.stream(w, r, rc, x, log, arrived)
+}
+
+// readBody reads the request body within the size limit and the body read
+// timeout. When it cannot, it answers (413, 408 or 400) and returns false.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, log *slog.Logger) ([]byte, bool) {
 	limit := h.RequestLimit()
 	timeout := h.BodyReadTimeout
 	if timeout <= 0 {
 		timeout = DefaultBodyReadTimeout
 	}
-	rc := http.NewResponseController(w)
 	// Not supported behind the Lambda adapters, whose bodies are in memory.
 	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
@@ -217,33 +238,26 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		case errors.As(err, &tooLarge):
 			status, body := protocol.BodyTooLarge(limit)
 			writeJSON(w, status, body)
-			return
 		case errors.As(err, &ne) && ne.Timeout():
 			log.Info("request body too slow", "timeoutMs", timeout.Milliseconds())
 			status, body := protocol.BodyTooSlow(timeout)
 			writeJSON(w, status, body)
-			return
+		default:
+			writeError(w, protocol.CodeInvalidExecution, "cannot read request body")
 		}
-		writeError(w, protocol.CodeInvalidExecution, "cannot read request body")
-		return
+		return nil, false
 	}
 	if deadline {
 		// Cleared, or the server's background read (which watches for the
 		// client going away) would take the deadline for a disconnect.
 		_ = rc.SetReadDeadline(time.Time{})
 	}
-	x, err := h.Engine.PrepareBody(body)
-	if err != nil {
-		var inv *protocol.Invalid
-		if !errors.As(err, &inv) {
-			inv = protocol.Invalidf("", "%v", err)
-		}
-		log.Info("invalid execution", "problems", len(inv.Details), "paths", problemPaths(inv.Details))
-		resp := inv.Response()
-		writeJSON(w, protocol.HTTPStatus(resp.Error.Code), resp)
-		return
-	}
+	return body, true
+}
 
+// stream accepts the prepared execution x and runs it, streaming its
+// events within the stream limits.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, x *engine.Execution, log *slog.Logger, arrived time.Time) {
 	id := newExecutionID()
 	log = log.With("executionId", id)
 	hdr := w.Header()
