@@ -191,34 +191,9 @@ func follow(ctx context.Context, env *Env, s *client.Stream, body []byte, width,
 	}
 	live := &progress.Live{W: env.Out, Width: width, Height: height}
 
-	type item struct {
-		ev  protocol.Event
-		err error
-	}
-	events := make(chan item)
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		defer close(events)
-		for {
-			line, ev, err := s.Next()
-			if line == nil {
-				select {
-				case events <- item{err: err}:
-				case <-done:
-				}
-				return
-			}
-			if ev == nil {
-				continue // an event of a newer protocol: not for this board
-			}
-			select {
-			case events <- item{ev: ev}:
-			case <-done:
-				return
-			}
-		}
-	}()
+	events := readEvents(s, done)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var (
@@ -257,6 +232,13 @@ loop:
 	if id != "" {
 		fmt.Fprintf(env.Out, "execution %s\r\n", progress.Clean(id))
 	}
+	return report(env, last, end)
+}
+
+// report prints how the execution ended, after the board, and returns the
+// exit code's error: end is why the stream stopped when no terminal event
+// came.
+func report(env *Env, last protocol.Terminal, end error) error {
 	switch t := last.(type) {
 	case nil:
 		if end == nil || errors.Is(end, io.EOF) {
@@ -292,4 +274,38 @@ func pretty(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// streamItem is an event of the stream, or (ev nil) why it ended.
+type streamItem struct {
+	ev  protocol.Event
+	err error
+}
+
+// readEvents reads s on a goroutine of its own, so that the board can
+// redraw while no event comes; it stops when done is closed.
+func readEvents(s *client.Stream, done <-chan struct{}) <-chan streamItem {
+	events := make(chan streamItem)
+	go func() {
+		defer close(events)
+		for {
+			line, ev, err := s.Next()
+			if line == nil {
+				select {
+				case events <- streamItem{err: err}:
+				case <-done:
+				}
+				return
+			}
+			if ev == nil {
+				continue // an event of a newer protocol: not for this board
+			}
+			select {
+			case events <- streamItem{ev: ev}:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return events
 }
