@@ -373,13 +373,21 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	c := &refCollector{}
 	ast.Walk(&tree.Node, c)
 	typ := tree.Node.Type()
+	f := (*fastForm)(nil)
 	if fast {
-		if f := fastFormOf(tree.Node); f != nil {
+		f = fastFormOf(tree.Node)
+		if f != nil && f.op == "" {
 			return &compiled{src: src, fast: f, refs: c, typ: typ}, nil
 		}
 	}
 	p := &budgetPatcher{}
 	ast.Walk(&tree.Node, p)
+	if f != nil && !p.patched {
+		// An operator the patch leaves alone (one side is a number): the
+		// program, compiled on first need, is budget-free as the fast
+		// form is. One that may concatenate keeps its budget and the VM.
+		return &compiled{src: src, fast: f, refs: c, typ: typ}, nil
+	}
 	if p.patched {
 		// The patch added calls the first check has not typed.
 		if _, err := checker.Check(tree, config); err != nil {

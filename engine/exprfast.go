@@ -8,6 +8,7 @@ import (
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
 )
 
 // Most expressions in workflows are a plain reference (input.name,
@@ -26,6 +27,20 @@ type fastForm struct {
 	isLit bool
 	root  string   // a name in the environment
 	path  []string // fields read by name, in order
+	// op, when set, is a binary operator applied to l and r.
+	op   string
+	l, r *fastForm
+}
+
+// fastOps are the binary operators a fast form applies, when both operands
+// are numbers, with the VM's own functions (runtime.Add for OpAdd, and so
+// on): on numbers they take constant time and cannot fail, and anything
+// else (a string to concatenate, a missing value) is left to the VM, its
+// budget and its errors.
+var fastOps = map[string]func(a, b any) any{
+	"+": runtime.Add, "-": runtime.Subtract, "*": runtime.Multiply, "/": func(a, b any) any { return runtime.Divide(a, b) },
+	"<": func(a, b any) any { return runtime.Less(a, b) }, ">": func(a, b any) any { return runtime.More(a, b) },
+	"<=": func(a, b any) any { return runtime.LessOrEqual(a, b) }, ">=": func(a, b any) any { return runtime.MoreOrEqual(a, b) },
 }
 
 // fastFormOf returns the fast form of a checked tree, or nil.
@@ -44,6 +59,17 @@ func fastFormOf(n ast.Node) *fastForm {
 			return nil
 		}
 		return &fastForm{lit: v.Value, isLit: true}
+	case *ast.BinaryNode:
+		if fastOps[v.Operator] == nil {
+			return nil
+		}
+		l, r := fastFormOf(v.Left), fastFormOf(v.Right)
+		// Operations on literals alone are folded by the optimizer: leave
+		// them to it.
+		if l == nil || r == nil || (l.isLit && r.isLit) {
+			return nil
+		}
+		return &fastForm{op: v.Operator, l: l, r: r}
 	}
 	var path []string
 	for {
@@ -71,6 +97,15 @@ func fastFormOf(n ast.Node) *fastForm {
 	}
 }
 
+// isFastNumber reports whether v is a number a fast operator applies to.
+func isFastNumber(v any) bool {
+	switch v.(type) {
+	case int, float64:
+		return true
+	}
+	return false
+}
+
 // program returns the VM program of c, compiling it on first need when c
 // has a fast form.
 func (c *compiled) program() (*vm.Program, error) {
@@ -91,6 +126,17 @@ func (c *compiled) program() (*vm.Program, error) {
 func (ev *evaluator) fast(f *fastForm) (any, bool) {
 	if f.isLit {
 		return f.lit, true
+	}
+	if f.op != "" {
+		a, ok := ev.fast(f.l)
+		if !ok || !isFastNumber(a) {
+			return nil, false
+		}
+		b, ok := ev.fast(f.r)
+		if !ok || !isFastNumber(b) {
+			return nil, false
+		}
+		return fastOps[f.op](a, b), true
 	}
 	path := f.path
 	var v any
