@@ -21,15 +21,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
+	"github.com/runnerd/lambda-runner/infra/gcstart"
 	"github.com/runnerd/lambda-runner/infra/telemetry"
 	"github.com/runnerd/lambda-runner/infra/tokens"
 )
 
-// gcPercent is the GC target unless GOGC is set: the heap may grow to five
-// times what is live between collections, which the memory limit bounds.
-const gcPercent = 400
+// gcPercent is the GC target unless GOGC is set. gcstart sets it already,
+// before the other packages' init; run sets it again for callers (tests)
+// that pass their own environment.
+const gcPercent = gcstart.Percent
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -75,7 +78,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if getenv("GOMEMLIMIT") == "" {
 		// Leave a tenth of the function's memory to the runtime and the
 		// stack; the GC works harder before Lambda would kill us.
-		debug.SetMemoryLimit(int64(cfg.MemoryMB) << 20 * 9 / 10)
+		// Unset (a local server), it is the engine's default: a limit of
+		// 0 would have the GC run without pause.
+		mb := cfg.MemoryMB
+		if mb == 0 {
+			mb = engine.DefaultMemoryMB
+		}
+		debug.SetMemoryLimit(int64(mb) << 20 * 9 / 10)
 	}
 	if getenv("GOGC") == "" {
 		// The memory limit, not GOGC's 100%, is what keeps the heap inside

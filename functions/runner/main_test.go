@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runnerd/lambda-runner/engine"
 )
 
 // These tests drive run, main without the process: the environment is a map
@@ -246,6 +248,7 @@ func TestRunSetsTheMemoryLimit(t *testing.T) {
 	}{
 		{"from the function's memory", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}, 1024 << 20 * 9 / 10, gcPercent},
 		{"GOMEMLIMIT wins", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "GOMEMLIMIT": "300MiB"}, -1, gcPercent},
+		{"no memory size: the engine's default", nil, engine.DefaultMemoryMB << 20 * 9 / 10, gcPercent},
 		{"GOGC wins", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "GOGC": "100"}, 1024 << 20 * 9 / 10, -1},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestGCTargetSetBeforeHeavyInit checks, in the built bootstrap, that
+// infra/gcstart raises the GC target before the packages that allocate
+// most at init run theirs: otherwise a collection runs during every cold
+// start (bench/BASELINE.md).
+func TestGCTargetSetBeforeHeavyInit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap")
+	}
+	cmd := exec.Command(bootstrapPath(t), "-version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bootstrap -version: %v\n%s", err, out)
+	}
+	order := map[string]int{}
+	for i, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
+			order[f[1]] = i
+		}
+	}
+	gc, ok := order["github.com/runnerd/lambda-runner/infra/gcstart"]
+	if !ok {
+		t.Fatalf("infra/gcstart did not initialise (not imported?):\n%s", out)
+	}
+	for _, heavy := range []string{
+		"github.com/santhosh-tekuri/jsonschema/v6",
+		"github.com/openai/openai-go/v3",
+		"github.com/modelcontextprotocol/go-sdk/mcp",
+	} {
+		if i, ok := order[heavy]; ok && i < gc {
+			t.Errorf("%s initialises before infra/gcstart", heavy)
+		}
+	}
+}
