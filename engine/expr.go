@@ -104,10 +104,8 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 			}
 			return nil, fmt.Errorf("expression %q: nodes.%s is not upstream of this node%s", src, id, hint)
 		}
-		if !slices.Contains(e.refs, id) {
-			e.refs = append(e.refs, id)
-		}
 	}
+	e.refs = distinct(c.nodeRefs)
 	for _, f := range c.nodeFields {
 		fields := stateFields
 		if f.sub {
@@ -118,7 +116,7 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 			if f.sub {
 				what = "a node's error has code and message"
 			}
-			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path, what, didYouMean(f.field, fields))
+			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path(), what, didYouMean(f.field, fields))
 		}
 	}
 	e.all = c.nodesUses > len(c.nodeRefs)
@@ -169,14 +167,49 @@ type refCollector struct {
 	secretUses int
 	inputRefs  []string
 	nodeFields []nodeField
+	// Most expressions name a root or two and read a node or two: these
+	// hold them without allocations of their own.
+	rootsBuf, refsBuf [2]string
+	fieldsBuf         [2]nodeField
+}
+
+func newRefCollector() *refCollector {
+	c := &refCollector{}
+	c.roots, c.nodeRefs, c.nodeFields = c.rootsBuf[:0], c.refsBuf[:0], c.fieldsBuf[:0]
+	return c
 }
 
 // nodeField is a nodes.<id>.<field> (or nodes.<id>.error.<field>, sub)
 // read by name.
 type nodeField struct {
-	path  string
+	id    string
 	field string
 	sub   bool
+}
+
+// path is the reference as written, for messages.
+func (f nodeField) path() string {
+	if f.sub {
+		return "nodes." + f.id + ".error." + f.field
+	}
+	return "nodes." + f.id + "." + f.field
+}
+
+// distinct returns ids without repetitions, ids itself (its capacity
+// clipped, so that appending to it copies) when it has none.
+func distinct(ids []string) []string {
+	for i, id := range ids {
+		if slices.Contains(ids[:i], id) {
+			var out []string
+			for _, id := range ids {
+				if !slices.Contains(out, id) {
+					out = append(out, id)
+				}
+			}
+			return out
+		}
+	}
+	return slices.Clip(ids)
 }
 
 func (c *refCollector) Visit(n *ast.Node) {
@@ -199,13 +232,13 @@ func (c *refCollector) Visit(n *ast.Node) {
 			return
 		}
 		if id, ok := nodeMember(v.Node); ok {
-			c.nodeFields = append(c.nodeFields, nodeField{path: "nodes." + id + "." + prop.Value, field: prop.Value})
+			c.nodeFields = append(c.nodeFields, nodeField{id: id, field: prop.Value})
 			return
 		}
 		if inner, ok := v.Node.(*ast.MemberNode); ok {
 			if p, ok := inner.Property.(*ast.StringNode); ok && p.Value == "error" {
 				if id, ok := nodeMember(inner.Node); ok {
-					c.nodeFields = append(c.nodeFields, nodeField{path: "nodes." + id + ".error." + prop.Value, field: prop.Value, sub: true})
+					c.nodeFields = append(c.nodeFields, nodeField{id: id, field: prop.Value, sub: true})
 				}
 			}
 			return

@@ -370,7 +370,7 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &refCollector{}
+	c := newRefCollector()
 	ast.Walk(&tree.Node, c)
 	typ := tree.Node.Type()
 	f := (*fastForm)(nil)

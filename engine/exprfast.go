@@ -71,7 +71,16 @@ func fastFormOf(n ast.Node) *fastForm {
 		}
 		return &fastForm{op: v.Operator, l: l, r: r}
 	}
+	// The path is filled from its end: the tree holds the last field
+	// read at its top.
+	depth := 0
+	for m, ok := n.(*ast.MemberNode); ok; m, ok = m.Node.(*ast.MemberNode) {
+		depth++
+	}
 	var path []string
+	if depth > 0 {
+		path = make([]string, depth)
+	}
 	for {
 		switch v := n.(type) {
 		case *ast.IdentifierNode:
@@ -80,16 +89,14 @@ func fastFormOf(n ast.Node) *fastForm {
 			if strings.HasPrefix(v.Value, "$") {
 				return nil
 			}
-			for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
-				path[i], path[j] = path[j], path[i]
-			}
 			return &fastForm{root: v.Value, path: path}
 		case *ast.MemberNode:
 			prop, ok := v.Property.(*ast.StringNode)
 			if !ok || v.Optional || v.Method {
 				return nil
 			}
-			path = append(path, prop.Value)
+			depth--
+			path[depth] = prop.Value
 			n = v.Node
 		default:
 			return nil

@@ -122,12 +122,19 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 
 func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *exprScope, item bool) {
 	n := g.nodes[i]
-	sc := &exprScope{
+	// The scope and the compiler are allocated together: the compiler
+	// holds the scope for as long as either lives.
+	np := &struct {
+		sc exprScope
+		c  Compiler
+	}{}
+	np.sc = exprScope{
 		input:     p.input,
 		visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.visible(id) },
 		ancestors: func() []string { return g.ancestorIDs(i, outer) },
 		item:      item,
 	}
+	sc := &np.sc
 	if nd.When != "" {
 		n.when = compileWhen(n.path+".when", nd.When, sc, p.d)
 	}
@@ -140,7 +147,8 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *exprScope, item 
 		p.d.add(n.path+".type", "node %q: unknown node type %q (this runner runs %s)", nd.ID, nd.Type, strings.Join(p.e.NodeTypes(), ", "))
 		return
 	}
-	c := &Compiler{p: p, g: g, n: n, doc: nd, sc: sc}
+	np.c = Compiler{p: p, g: g, n: n, doc: nd, sc: sc}
+	c := &np.c
 	n.step = kind.Prepare(c)
 	if cs, ok := n.step.(composite); ok {
 		n.inner = cs

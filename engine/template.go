@@ -111,6 +111,21 @@ func compileNode(path *valuePath, v any, sc *exprScope, errs *detailList, t *Tem
 }
 
 func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t *Template) tnode {
+	// A whole string that is one expression, the usual form, needs neither
+	// the pieces nor the text between them.
+	if len(s) > 5 && strings.HasPrefix(s, "${{") && !strings.Contains(s[3:], "${{") && strings.Index(s, "}}") == len(s)-2 {
+		src := strings.TrimSpace(s[3 : len(s)-2])
+		e, err := compileExpr(src, sc)
+		if err != nil {
+			errs.addExpr(path.String(), err)
+			return literal{s}
+		}
+		if sc.input != nil {
+			sc.input.check(path.String(), e, errs)
+		}
+		t.note(e)
+		return typed{e}
+	}
 	var lits []string
 	var exprs []*expression
 	var cur strings.Builder
@@ -158,6 +173,10 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 }
 
 func (t *Template) note(e *expression) {
+	if t.refs == nil {
+		// e.refs are distinct and clipped: appending to them copies.
+		t.refs = e.refs
+	}
 	for _, id := range e.refs {
 		if !slices.Contains(t.refs, id) {
 			t.refs = append(t.refs, id)
