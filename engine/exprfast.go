@@ -28,8 +28,9 @@ type fastForm struct {
 	root  string   // a name in the environment
 	path  []string // fields read by name, in order
 	// op, when set, is a binary operator applied to l and r.
-	op   string
-	l, r *fastForm
+	op      string
+	l, r    *fastForm
+	pathBuf [3]string
 }
 
 // fastOps are the binary operators a fast form applies, when both operands
@@ -45,31 +46,49 @@ var fastOps = map[string]func(a, b any) any{
 
 // fastFormOf returns the fast form of a checked tree, or nil.
 func fastFormOf(n ast.Node) *fastForm {
+	f := new(fastForm)
+	if !f.fill(n) {
+		return nil
+	}
+	return f
+}
+
+// fill makes f the fast form of n, reporting false when n has none. The
+// operands of an operator are allocated together, and short paths are
+// held in f: a form costs an allocation or two, once per source text.
+func (f *fastForm) fill(n ast.Node) bool {
 	switch v := n.(type) {
 	case *ast.NilNode:
-		return &fastForm{isLit: true}
+		*f = fastForm{isLit: true}
+		return true
 	case *ast.BoolNode:
-		return &fastForm{lit: v.Value, isLit: true}
+		*f = fastForm{lit: v.Value, isLit: true}
+		return true
 	case *ast.StringNode:
-		return &fastForm{lit: v.Value, isLit: true}
+		*f = fastForm{lit: v.Value, isLit: true}
+		return true
 	case *ast.FloatNode:
-		return &fastForm{lit: v.Value, isLit: true}
+		*f = fastForm{lit: v.Value, isLit: true}
+		return true
 	case *ast.IntegerNode:
 		if t := v.Type(); t == nil || t.Kind() != reflect.Int {
-			return nil
+			return false
 		}
-		return &fastForm{lit: v.Value, isLit: true}
+		*f = fastForm{lit: v.Value, isLit: true}
+		return true
 	case *ast.BinaryNode:
 		if fastOps[v.Operator] == nil {
-			return nil
+			return false
 		}
-		l, r := fastFormOf(v.Left), fastFormOf(v.Right)
+		operands := new([2]fastForm)
+		l, r := &operands[0], &operands[1]
 		// Operations on literals alone are folded by the optimizer: leave
 		// them to it.
-		if l == nil || r == nil || (l.isLit && r.isLit) {
-			return nil
+		if !l.fill(v.Left) || !r.fill(v.Right) || l.isLit && r.isLit {
+			return false
 		}
-		return &fastForm{op: v.Operator, l: l, r: r}
+		*f = fastForm{op: v.Operator, l: l, r: r}
+		return true
 	}
 	// The path is filled from its end: the tree holds the last field
 	// read at its top.
@@ -77,9 +96,12 @@ func fastFormOf(n ast.Node) *fastForm {
 	for m, ok := n.(*ast.MemberNode); ok; m, ok = m.Node.(*ast.MemberNode) {
 		depth++
 	}
-	var path []string
-	if depth > 0 {
+	*f = fastForm{}
+	path := f.pathBuf[:0]
+	if depth > len(f.pathBuf) {
 		path = make([]string, depth)
+	} else {
+		path = path[:depth]
 	}
 	for {
 		switch v := n.(type) {
@@ -87,19 +109,20 @@ func fastFormOf(n ast.Node) *fastForm {
 			// The budget functions are typed in the environment: leave
 			// them to the VM (compileExpr rejects them anyway).
 			if strings.HasPrefix(v.Value, "$") {
-				return nil
+				return false
 			}
-			return &fastForm{root: v.Value, path: path}
+			f.root, f.path = v.Value, path
+			return true
 		case *ast.MemberNode:
 			prop, ok := v.Property.(*ast.StringNode)
 			if !ok || v.Optional || v.Method {
-				return nil
+				return false
 			}
 			depth--
 			path[depth] = prop.Value
 			n = v.Node
 		default:
-			return nil
+			return false
 		}
 	}
 }

@@ -159,6 +159,7 @@ type Call struct {
 	n   *node
 	sc  *scope
 	ctx context.Context // the attempt's, bounding Eval
+	ev  evaluator       // evaluated with; allocated with the call
 }
 
 // Eval evaluates a template compiled by Compiler.Template in the node's

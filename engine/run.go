@@ -337,7 +337,10 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		actx, cancel = context.WithTimeout(ctx, n.timeout)
 	}
 	defer cancel()
-	with, err := n.with.eval(newEvaluator(actx, gr.sc, n.with, n.ancestors))
+	// The call carries the evaluator of its with: one allocation for both.
+	call := &Call{ID: id, Type: n.typ, Attempt: attempt, r: r, gr: gr, n: n, sc: gr.sc}
+	call.ev.init(actx, gr.sc, n.with, n.ancestors)
+	with, err := n.with.eval(&call.ev)
 	if err != nil {
 		ne := classify(err, actx, ctx)
 		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
@@ -349,7 +352,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
 		defer func() { end(attemptStatus(failure), codeOf(failure)) }()
 	}
-	call := &Call{ID: id, Type: n.typ, Attempt: attempt, With: with, r: r, gr: gr, n: n, sc: gr.sc, ctx: actx}
+	call.With, call.ctx = with, actx
 	out, err = runStep(actx, n, call)
 	dur := time.Since(started).Milliseconds()
 	if err != nil {

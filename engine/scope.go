@@ -57,12 +57,18 @@ type evaluator struct {
 }
 
 func newEvaluator(ctx context.Context, sc *scope, t Template, ancestors func() []string) *evaluator {
+	ev := new(evaluator)
+	ev.init(ctx, sc, t, ancestors)
+	return ev
+}
+
+// init makes ev, a zero evaluator, evaluate t against sc.
+func (ev *evaluator) init(ctx context.Context, sc *scope, t Template, ancestors func() []string) {
 	l := sc.limits()
-	ev := &evaluator{sc: sc, refs: t.refs, budget: exprBudget{ctx: ctx, maxSteps: l.MaxExprSteps, maxMem: l.MaxExprMemory}}
+	*ev = evaluator{sc: sc, refs: t.refs, budget: exprBudget{ctx: ctx, maxSteps: l.MaxExprSteps, maxMem: l.MaxExprMemory}}
 	if t.all && ancestors != nil {
 		ev.refs = ancestors()
 	}
-	return ev
 }
 
 func (ev *evaluator) environment() map[string]any {
