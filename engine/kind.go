@@ -101,7 +101,7 @@ func (c *Compiler) With(except ...string) {
 			}
 		}
 	}
-	c.n.with = compileTemplate(c.Path(""), m, c.sc, c.p.d)
+	c.n.with = compileTemplateAt(&valuePath{root: c.n.path, suffix: ".with"}, m, c.sc, c.p.d)
 	c.n.dynamic = c.n.dynamic || c.n.with.all
 }
 

@@ -53,8 +53,14 @@ type array struct{ elems []tnode }
 // compileTemplate compiles a decoded JSON value. path is the JSON path of v
 // in the request, for error details.
 func compileTemplate(path string, v any, sc *exprScope, errs *detailList) Template {
+	return compileTemplateAt(&valuePath{root: path}, v, sc, errs)
+}
+
+// compileTemplateAt is compileTemplate with the path unrendered: it is
+// only rendered for a message.
+func compileTemplateAt(path *valuePath, v any, sc *exprScope, errs *detailList) Template {
 	t := Template{}
-	t.root = compileNode(&valuePath{root: path}, v, sc, errs, &t)
+	t.root = compileNode(path, v, sc, errs, &t)
 	return t
 }
 
@@ -323,6 +329,7 @@ func (a array) eval(ev *evaluator) (any, error) {
 type valuePath struct {
 	parent *valuePath
 	root   string // set on the outermost
+	suffix string // follows root
 	key    string
 	index  int
 	elem   bool
@@ -339,6 +346,7 @@ func (p *valuePath) String() string {
 		switch {
 		case c.parent == nil:
 			b.WriteString(c.root)
+			b.WriteString(c.suffix)
 		case c.elem:
 			b.WriteString("[" + strconv.Itoa(c.index) + "]")
 		default:
