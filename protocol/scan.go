@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // The structure checks below walk a body once with encoding/json's token
@@ -115,7 +116,11 @@ func walk(data []byte, value func(st []frame, start int, container bool) (*locNo
 		}
 		if f := top(st); f != nil && f.obj && f.index != 1 {
 			end := skipString(data, i)
-			key := string(data[i+1 : end-1])
+			// The key is read in place: keys live only while the body is
+			// walked (frames, duplicate sets), and the body is not written
+			// meanwhile; whatever outlives the walk (messages, paths) is
+			// formatted into strings of its own.
+			key := unsafe.String(unsafe.SliceData(data[i+1:]), end-1-(i+1))
 			if bytes.IndexByte(data[i+1:end-1], '\\') >= 0 {
 				_ = json.Unmarshal(data[i:end], &key)
 			}
