@@ -23,10 +23,13 @@ type frame struct {
 	// index is the current element's index (arrays, -1 before the first);
 	// in objects 1 while a member's value is awaited.
 	index int
-	first string // an object's first key, kept without a map
-	keys  map[string]struct{}
-	n     int      // members seen (objects)
-	loc   *locNode // Locate's trie node of this container, nil off every path
+	// few holds an object's first keys (nfew of them), keys all of them
+	// once there are more: most objects have a handful of members.
+	few  [4]string
+	nfew int
+	keys map[string]struct{}
+	n    int      // members seen (objects)
+	loc  *locNode // Locate's trie node of this container, nil off every path
 }
 
 // Syntax is a body that is not JSON, with where it stopped being JSON.
@@ -127,17 +130,9 @@ func walk(data []byte, value func(st []frame, start int, container bool) (*locNo
 			i = end
 			f.key, f.index = key, 1
 			f.n++
-			if f.n == 1 {
-				f.first = key
-				continue
-			}
-			if f.keys == nil {
-				f.keys = map[string]struct{}{f.first: {}}
-			}
-			if _, seen := f.keys[key]; seen {
+			if f.seen(key) {
 				dup(st, key)
 			}
-			f.keys[key] = struct{}{}
 			continue
 		}
 		advance(st)
@@ -162,6 +157,32 @@ func walk(data []byte, value func(st []frame, start int, container bool) (*locNo
 			return nil
 		}
 	}
+}
+
+// seen records key as a member of f's object, reporting whether it
+// already was one.
+func (f *frame) seen(key string) bool {
+	if f.keys == nil {
+		for _, k := range f.few[:f.nfew] {
+			if k == key {
+				return true
+			}
+		}
+		if f.nfew < len(f.few) {
+			f.few[f.nfew] = key
+			f.nfew++
+			return false
+		}
+		f.keys = make(map[string]struct{}, 2*len(f.few))
+		for _, k := range f.few {
+			f.keys[k] = struct{}{}
+		}
+	}
+	if _, ok := f.keys[key]; ok {
+		return true
+	}
+	f.keys[key] = struct{}{}
+	return false
 }
 
 func top(st []frame) *frame {
@@ -206,17 +227,9 @@ func walkTokens(data []byte, value func(st []frame, start int, container bool) (
 			f.key = s
 			f.index = 1 // a key was read, its value comes next
 			f.n++
-			if f.n == 1 {
-				f.first = s
-				continue
-			}
-			if f.keys == nil {
-				f.keys = map[string]struct{}{f.first: {}}
-			}
-			if _, seen := f.keys[s]; seen {
+			if f.seen(s) {
 				dup(st, s)
 			}
-			f.keys[s] = struct{}{}
 			continue
 		}
 		d, isDelim := tok.(json.Delim)
