@@ -3,13 +3,11 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -139,8 +137,6 @@ func runPTY(t *testing.T, getenv func(string) string, args ...string) result {
 	defer mu.Unlock()
 	return result{code, out.String(), stderr.String()}
 }
-
-var _ = errors.Is(nil, syscall.EIO)
 
 // cannedRunner answers every execution with body as the stream.
 func cannedRunner(t *testing.T, body string) *httptest.Server {

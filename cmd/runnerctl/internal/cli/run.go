@@ -180,7 +180,7 @@ func passthrough(env *Env, s *client.Stream) error {
 // follow draws the progress board while events arrive, then the outcome.
 func follow(ctx context.Context, env *Env, s *client.Stream, body []byte, width, height int) error {
 	board := &progress.Board{}
-	wf, _ := client.Workflow(body)
+	wf := client.Workflow(body)
 	var doc struct {
 		Nodes []struct{ ID, Type string } `json:"nodes"`
 	}

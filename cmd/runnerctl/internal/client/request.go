@@ -42,14 +42,11 @@ func BuildRequest(src, input []byte) ([]byte, error) {
 }
 
 // Workflow returns the workflow document of a request body built by
-// BuildRequest and the child workflows it carries, for display.
-func Workflow(body []byte) (json.RawMessage, []json.RawMessage) {
+// BuildRequest, for display.
+func Workflow(body []byte) json.RawMessage {
 	var req struct {
 		Workflow json.RawMessage `json:"workflow"`
-		Runtime  struct {
-			Workflows []json.RawMessage `json:"workflows"`
-		} `json:"runtime"`
 	}
 	_ = json.Unmarshal(body, &req)
-	return req.Workflow, req.Runtime.Workflows
+	return req.Workflow
 }
