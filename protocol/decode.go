@@ -37,7 +37,15 @@ type Decoder struct {
 // only when the body is not a JSON object (then the error is a *Syntax or
 // an *Invalid) or is nested deeper than MaxDepth.
 func (dc Decoder) DecodeAll(data []byte) (*ExecutionRequest, error) {
-	if err := CheckStructure(data, dc.MaxDepth); err != nil {
+	// Decoded first: encoding/json checks the whole body is JSON before it
+	// decodes, so the structure walk need not check it again.
+	var top map[string]json.RawMessage
+	uerr := json.Unmarshal(data, &top)
+	walk := walkValid
+	if jse := (*json.SyntaxError)(nil); errors.As(uerr, &jse) {
+		walk = walkTokens
+	}
+	if err := checkStructure(walk, data, dc.MaxDepth); err != nil {
 		var se *Syntax
 		if errors.As(err, &se) {
 			return nil, &Invalid{Details: []Detail{{Message: "request body must be a JSON object (" + se.Error() + ")"}}, Syntax: se}
@@ -46,19 +54,20 @@ func (dc Decoder) DecodeAll(data []byte) (*ExecutionRequest, error) {
 		if !errors.As(err, &inv) || inv.tooDeep {
 			return nil, err
 		}
-		req, err2 := decodeEnvelope(data)
+		req, err2 := decodeEnvelope(top, uerr)
 		var more *Invalid
 		if errors.As(err2, &more) {
 			inv.Details = append(inv.Details, more.Details...)
 		}
 		return req, inv
 	}
-	return decodeEnvelope(data)
+	return decodeEnvelope(top, uerr)
 }
 
-func decodeEnvelope(data []byte) (*ExecutionRequest, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+// decodeEnvelope checks the members of the body's top-level object, top as
+// json.Unmarshal decoded it with error err.
+func decodeEnvelope(top map[string]json.RawMessage, err error) (*ExecutionRequest, error) {
+	if err != nil || top == nil {
 		return nil, Invalidf("", "request body must be a JSON object%s", jsonReason(err))
 	}
 	inv := &Invalid{}

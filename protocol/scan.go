@@ -101,6 +101,11 @@ func walk(data []byte, value func(st []frame, start int, container bool) (*locNo
 	if !json.Valid(data) {
 		return walkTokens(data, value, dup)
 	}
+	return walkValid(data, value, dup)
+}
+
+// walkValid is walk for a body encoding/json has accepted.
+func walkValid(data []byte, value func(st []frame, start int, container bool) (*locNode, error), dup func(st []frame, key string)) error {
 	// Valid JSON (checked by encoding/json, the one parser) needs no
 	// tokenizer to be walked: strings are skipped to their closing quote,
 	// and a key is only copied out of the body to be remembered.
