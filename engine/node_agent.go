@@ -62,7 +62,7 @@ func (agentKind) Prepare(c *Compiler) Step {
 				continue
 			}
 			if !c.services().toolsets[name] {
-				c.RuntimeErrorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, toolsetsHint(c.services().toolsets))
+				c.RuntimeErrorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, listHint(sortedKeys(c.services().toolsets)))
 			}
 		}
 	}
@@ -289,7 +289,7 @@ func (c *Call) clip(s string) string {
 	if limit <= 0 || int64(len(s)) <= limit {
 		return s
 	}
-	return strings.ToValidUTF8(s[:limit], "") + "\n[truncated]"
+	return clipText(s, int(limit), "\n[truncated]")
 }
 
 // stringList reads an optional array of strings from an evaluated with.

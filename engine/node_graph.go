@@ -190,30 +190,12 @@ func (workflowKind) Prepare(c *Compiler) Step {
 	c.With()
 	if id, ok := c.Literal("workflow"); ok {
 		if c.childDocs()[id] == nil {
-			c.RuntimeErrorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, knownIDs(c.childDocs()))
+			c.RuntimeErrorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, listHint(sortedKeys(c.childDocs())))
 			return nil
 		}
 		c.StaticAction(protocol.ActionWorkflowRun, id)
 	}
 	return childStep{}
-}
-
-func knownIDs(m map[string]*document) string {
-	if len(m) == 0 {
-		return " (it is empty)"
-	}
-	return " (it has " + joinQuoted(sortedKeys(m)) + ")"
-}
-
-func joinQuoted(ids []string) string {
-	s := ""
-	for i, id := range ids {
-		if i > 0 {
-			s += ", "
-		}
-		s += strconv.Quote(id)
-	}
-	return s
 }
 
 // childStep runs the child workflow with.workflow names.

@@ -52,7 +52,7 @@ func prepareModelFields(c *Compiler) {
 	if literal {
 		if !c.hasRole(role) {
 			c.RuntimeErrorf("role", "node %q: no model for role %q and no %q role to fall back to in %s%s",
-				c.NodeID(), role, models.GeneralRole, c.services().modelsFrom, rolesHint(c.services().models))
+				c.NodeID(), role, models.GeneralRole, c.services().modelsFrom, listHint(c.services().models.Roles()))
 		} else {
 			c.StaticAction(protocol.ActionModelInvoke, role)
 		}
@@ -73,14 +73,6 @@ func readModelNumbers(f *Fields) (temperature *float64, maxTokens int) {
 	}
 	maxTokens, _ = f.Int("maxTokens", 0, math.MaxInt)
 	return temperature, maxTokens
-}
-
-func rolesHint(t *models.Table) string {
-	roles := t.Roles()
-	if len(roles) == 0 {
-		return " (it is empty)"
-	}
-	return " (it has " + joinQuoted(roles) + ")"
 }
 
 // prepareJSONSchema compiles with.json. It returns nils for json: false.

@@ -26,20 +26,13 @@ func (toolKind) Prepare(c *Compiler) Step {
 	c.With()
 	ts, tsLit := c.Literal("toolset")
 	if tsLit && !c.services().toolsets[ts] {
-		c.RuntimeErrorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, toolsetsHint(c.services().toolsets))
+		c.RuntimeErrorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, listHint(sortedKeys(c.services().toolsets)))
 		return nil
 	}
 	if tool, ok := c.Literal("tool"); ok && tsLit {
 		c.StaticAction(protocol.ActionToolCall, ts+"/"+tool)
 	}
 	return StepFunc(runTool)
-}
-
-func toolsetsHint(names map[string]bool) string {
-	if len(names) == 0 {
-		return " (it is empty)"
-	}
-	return " (it has " + joinQuoted(sortedKeys(names)) + ")"
 }
 
 func runTool(ctx context.Context, call *Call) (any, error) {
@@ -152,11 +145,15 @@ func resultText(res *toolsets.Result) string {
 const maxMessage = 2000
 
 // clipMessage cuts s to maxMessage bytes on a character boundary.
-func clipMessage(s string) string {
-	if len(s) <= maxMessage {
+func clipMessage(s string) string { return clipText(s, maxMessage, "…") }
+
+// clipText cuts s to limit bytes on a character boundary and marks the
+// cut with tail.
+func clipText(s string, limit int, tail string) string {
+	if len(s) <= limit {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
+	return strings.ToValidUTF8(s[:limit], "") + tail
 }
 
 func orDefault(s, def string) string {

@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // didYouMean returns ` (did you mean "x"?)` for the candidate closest to
 // name when it is a plausible typo, else "".
@@ -55,4 +59,25 @@ func editDistance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// listHint returns ` (it has "a", "b")` naming what a lookup could have
+// found, or ` (it is empty)`, for a message about a name not found.
+func listHint(names []string) string {
+	if len(names) == 0 {
+		return " (it is empty)"
+	}
+	return " (it has " + joinQuoted(names) + ")"
+}
+
+// joinQuoted lists names quoted as %q quotes them, comma separated.
+func joinQuoted(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(n))
+	}
+	return b.String()
 }
