@@ -54,32 +54,31 @@ type agentKind struct{}
 func (agentKind) Prepare(c *Compiler) Step {
 	c.With()
 	prepareModelFields(c)
-	if raw, ok := c.Raw("toolsets"); ok {
-		list, _ := raw.([]any)
-		for i, v := range list {
-			name, isStr := v.(string)
-			if !isStr || strings.Contains(name, "${{") {
-				continue
-			}
-			if !c.services().toolsets[name] {
-				c.RuntimeErrorf(fmt.Sprintf("toolsets[%d]", i), "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, listHint(sortedKeys(c.services().toolsets)))
-			}
+	literalStrings(c, "toolsets", func(field, name string) {
+		if !c.services().toolsets[name] {
+			c.RuntimeErrorf(field, "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, listHint(sortedKeys(c.services().toolsets)))
 		}
-	}
-	if raw, ok := c.Raw("tools"); ok {
-		list, _ := raw.([]any)
-		for i, v := range list {
-			pat, isStr := v.(string)
-			if !isStr || strings.Contains(pat, "${{") {
-				continue
-			}
-			if err := glob.Validate(pat); err != nil {
-				c.Errorf(fmt.Sprintf("tools[%d]", i), "%v", err)
-			}
+	})
+	literalStrings(c, "tools", func(field, pat string) {
+		if err := glob.Validate(pat); err != nil {
+			c.Errorf(field, "%v", err)
 		}
-	}
+	})
 	c.Fields().Int("maxSteps", 1, MaxAgentSteps)
 	return StepFunc(runAgent)
+}
+
+// literalStrings calls check with the path and value of each literal
+// string of the array with.field; templated elements are known only at
+// run time, where stringList reads them.
+func literalStrings(c *Compiler, field string, check func(path, s string)) {
+	raw, _ := c.Raw(field)
+	list, _ := raw.([]any)
+	for i, v := range list {
+		if s, isStr := v.(string); isStr && !strings.Contains(s, "${{") {
+			check(fmt.Sprintf("%s[%d]", field, i), s)
+		}
+	}
 }
 
 func runAgent(ctx context.Context, call *Call) (any, error) {
