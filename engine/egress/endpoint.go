@@ -3,7 +3,6 @@ package egress
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -137,11 +136,8 @@ func endpointPort(u *url.URL) uint16 {
 	return 443
 }
 
+// endpointRefused reports the guard's refusal of u (err, from guard.check).
 func endpointRefused(u *url.URL, err error) error {
-	var rf *refusal
-	if errors.As(err, &rf) {
-		return blocked("endpoint %s blocked by the egress guard: %v", redactedURL(u), rf)
-	}
 	return blocked("endpoint %s blocked by the egress guard: %v", redactedURL(u), err)
 }
 
