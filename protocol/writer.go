@@ -160,14 +160,8 @@ func (w *Writer) Emit(e Event) error {
 }
 
 func (w *Writer) emit(e Event) (err error, hitLimit bool) {
-	if w.done {
-		return ErrFinished, false
-	}
-	if w.err != nil {
-		return w.err, false
-	}
-	if w.limited {
-		return ErrStreamLimit, false
+	if err := w.closed(); err != nil {
+		return err, false
 	}
 	_, accepted := e.(*Accepted)
 	// accepted goes out at once; so does anything before the flusher runs.
@@ -181,14 +175,8 @@ func (w *Writer) emit(e Event) (err error, hitLimit bool) {
 			w.kick()
 			w.cond.Wait()
 		}
-		if w.done {
-			return ErrFinished, false
-		}
-		if w.err != nil {
-			return w.err, false
-		}
-		if w.limited {
-			return ErrStreamLimit, false
+		if err := w.closed(); err != nil {
+			return err, false
 		}
 		if len(w.pending) >= w.opts.MaxBuffered {
 			return fmt.Errorf("protocol: event dropped, client not reading: %w", context.Cause(w.ctx)), false
@@ -198,11 +186,12 @@ func (w *Writer) emit(e Event) (err error, hitLimit bool) {
 	if err != nil {
 		return err, false
 	}
-	if m := w.opts.MaxStreamBytes; m > 0 && w.sent+w.cost(line) > m-w.reserve() {
+	cost := w.cost(line)
+	if m := w.opts.MaxStreamBytes; m > 0 && w.sent+cost > m-w.reserve() {
 		w.limited = true
 		return ErrStreamLimit, true
 	}
-	w.sent += w.cost(line)
+	w.sent += cost
 	if !async {
 		return w.writeNow(line), false
 	}
@@ -210,6 +199,19 @@ func (w *Writer) emit(e Event) (err error, hitLimit bool) {
 	w.start()
 	w.cond.Broadcast()
 	return nil, false
+}
+
+// closed returns why no more events may be emitted, or nil.
+func (w *Writer) closed() error {
+	switch {
+	case w.done:
+		return ErrFinished
+	case w.err != nil:
+		return w.err
+	case w.limited:
+		return ErrStreamLimit
+	}
+	return nil
 }
 
 // Finish writes the terminal event and closes the stream to further events.
@@ -222,8 +224,7 @@ func (w *Writer) Finish(t Terminal) error {
 		return ErrFinished
 	}
 	w.done = true
-	t = w.fitTerminal(t)
-	line, err := w.encode(t)
+	line, err := w.encodeTerminal(t)
 	if err != nil {
 		// Nothing else may end the stream: say so in the one error event
 		// that always encodes.
@@ -255,26 +256,26 @@ func (w *Writer) Finish(t Terminal) error {
 	return err
 }
 
-// fitTerminal returns the terminal event to send in place of t.
-func (w *Writer) fitTerminal(t Terminal) Terminal {
+// encodeTerminal encodes the terminal event to send in place of t: t, or
+// an error when the stream limit was reached or a result does not fit in
+// the room left. A result that fits is encoded once.
+func (w *Writer) encodeTerminal(t Terminal) ([]byte, error) {
 	m := w.opts.MaxStreamBytes
 	if m <= 0 {
-		return t
+		return w.encode(t)
 	}
 	if w.limited {
-		return &Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: fmt.Sprintf(
+		return w.encode(&Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: fmt.Sprintf(
 			"%s: the event stream reached its limit of %d bytes (maxStreamBytes); the execution was stopped and later events dropped",
-			CodeLimitExceeded, m)}}
+			CodeLimitExceeded, m)}})
 	}
-	if r, ok := t.(*Result); ok {
-		line, err := w.encode(r)
-		if err == nil && w.sent+w.cost(line) > m {
-			return &Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: fmt.Sprintf(
-				"%s: the result of %d bytes does not fit in the event stream's limit of %d bytes (maxStreamBytes), %d of them already sent",
-				CodeLimitExceeded, len(line), m, w.sent)}}
-		}
+	line, err := w.encode(t)
+	if _, ok := t.(*Result); ok && err == nil && w.sent+w.cost(line) > m {
+		return w.encode(&Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: fmt.Sprintf(
+			"%s: the result of %d bytes does not fit in the event stream's limit of %d bytes (maxStreamBytes), %d of them already sent",
+			CodeLimitExceeded, len(line), m, w.sent)}})
 	}
-	return t
+	return line, err
 }
 
 // Finished reports whether the terminal event was written.
