@@ -34,6 +34,10 @@ import (
 // that pass their own environment.
 const gcPercent = gcstart.Percent
 
+// runnerName is how the runner names itself: in capabilities, to MCP
+// servers, and to traces when the function has no name.
+const runnerName = "runnerd-lambda"
+
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 

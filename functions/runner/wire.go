@@ -106,7 +106,7 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 	return protocol.Capabilities{
 		Version:          protocol.Version,
 		ProtocolVersions: []int{protocol.Version},
-		Runner:           protocol.RunnerInfo{Name: "runnerd-lambda", Version: version},
+		Runner:           protocol.RunnerInfo{Name: runnerName, Version: version},
 		NodeTypes:        types,
 		Runtime: protocol.RuntimeCapabilities{
 			Models:           protocol.ModelCapabilities{Providers: providers, Roles: roles},
@@ -176,7 +176,7 @@ func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTrippe
 		ModelTable: table,
 		HTTP:       httpOpts,
 		Toolsets: toolsets.Options{
-			ClientName: "runnerd-lambda", ClientVersion: version,
+			ClientName: runnerName, ClientVersion: version,
 			HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check,
 		},
 	}, nil
@@ -190,7 +190,7 @@ func newTracing(ctx context.Context, cfg config.Config) (*telemetry.Tracing, err
 	}
 	name := cfg.FunctionName
 	if name == "" {
-		name = "runnerd-lambda"
+		name = runnerName
 	}
 	tr, err := telemetry.NewTracing(ctx, telemetry.TracingOptions{Protocol: cfg.TracesProtocol, ServiceName: name, ServiceVersion: version})
 	if err != nil {
