@@ -269,14 +269,7 @@ func (c *docChecker) enum(v any, values ...string) {
 }
 
 func (c *docChecker) document(v any) {
-	m, ok := c.object(v)
-	if !ok {
-		return
-	}
-	c.required(m, "nodes")
-	var extra []string
-	for k, val := range m {
-		c.push(k)
+	c.members(v, []string{"nodes"}, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "$schema", "name", "description":
 			c.str(val)
@@ -292,11 +285,10 @@ func (c *docChecker) document(v any) {
 			c.nodes(val, false)
 		case "output":
 		default:
-			extra = append(extra, k)
+			return false
 		}
-		c.pop()
-	}
-	c.additional(extra)
+		return true
+	})
 }
 
 // nodes checks an array of nodes; nonEmpty is the map node's minItems 1.
@@ -370,37 +362,10 @@ func (c *docChecker) with(typ string, v any) {
 }
 
 func (c *docChecker) node(v any) {
-	m, ok := c.object(v)
+	m, ok := c.members(v, []string{"id", "type"}, (*docChecker).nodeMember)
 	if !ok {
 		return
 	}
-	c.required(m, "id", "type")
-	var extra []string
-	for k, val := range m {
-		c.push(k)
-		switch k {
-		case "id":
-			c.id(val)
-		case "type", "when":
-			c.strMin1(val)
-		case "name", "description":
-			c.str(val)
-		case "needs":
-			c.needs(val)
-		case "with":
-			c.object(val)
-		case "retry":
-			c.retry(val)
-		case "timeoutMs":
-			c.integer(val, decOne, nil)
-		case "onError":
-			c.enum(val, "fail", "continue")
-		default:
-			extra = append(extra, k)
-		}
-		c.pop()
-	}
-	c.additional(extra)
 	// The schema's if/then: a rule applies when type is absent or equal.
 	typ, hasType := m["type"]
 	with, hasWith := m["with"]
@@ -421,6 +386,31 @@ func (c *docChecker) node(v any) {
 	}
 }
 
+// nodeMember checks one member of a node.
+func (c *docChecker) nodeMember(k string, val any) bool {
+	switch k {
+	case "id":
+		c.id(val)
+	case "type", "when":
+		c.strMin1(val)
+	case "name", "description":
+		c.str(val)
+	case "needs":
+		c.needs(val)
+	case "with":
+		c.object(val)
+	case "retry":
+		c.retry(val)
+	case "timeoutMs":
+		c.integer(val, decOne, nil)
+	case "onError":
+		c.enum(val, "fail", "continue")
+	default:
+		return false
+	}
+	return true
+}
+
 func (c *docChecker) needs(v any) {
 	a, ok := v.([]any)
 	if !ok {
@@ -438,13 +428,7 @@ func (c *docChecker) needs(v any) {
 }
 
 func (c *docChecker) retry(v any) {
-	m, ok := c.object(v)
-	if !ok {
-		return
-	}
-	var extra []string
-	for k, val := range m {
-		c.push(k)
+	c.members(v, nil, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "maxAttempts":
 			c.integer(val, decOne, &decTen)
@@ -453,11 +437,10 @@ func (c *docChecker) retry(v any) {
 		case "factor":
 			c.number(val, &decOne)
 		default:
-			extra = append(extra, k)
+			return false
 		}
-		c.pop()
-	}
-	c.additional(extra)
+		return true
+	})
 }
 
 func (c *docChecker) template(v any) {
@@ -478,12 +461,15 @@ func (c *docChecker) objectOrTemplate(v any) {
 	c.anyOf(v, func(c *docChecker, v any) { c.object(v) }, (*docChecker).template)
 }
 
-// members runs check on each member of an object, and reports the rest.
-func (c *docChecker) members(v any, check func(c *docChecker, k string, val any) bool) {
+// members checks an object: that it has the required members, check on
+// each member, and that check knows every member. It returns the object
+// and whether v is one.
+func (c *docChecker) members(v any, required []string, check func(c *docChecker, k string, val any) bool) (map[string]any, bool) {
 	m, ok := c.object(v)
 	if !ok {
-		return
+		return nil, false
 	}
+	c.required(m, required...)
 	var extra []string
 	for k, val := range m {
 		c.push(k)
@@ -493,14 +479,15 @@ func (c *docChecker) members(v any, check func(c *docChecker, k string, val any)
 		c.pop()
 	}
 	c.additional(extra)
+	return m, true
 }
 
 func (c *docChecker) withSet(v any) {
-	c.members(v, func(c *docChecker, k string, _ any) bool { return k == "value" })
+	c.members(v, nil, func(c *docChecker, k string, _ any) bool { return k == "value" })
 }
 
 func (c *docChecker) withFail(v any) {
-	c.members(v, func(c *docChecker, k string, val any) bool {
+	c.members(v, nil, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "message":
 			c.str(val)
@@ -528,10 +515,7 @@ func isErrorCode(s string) bool {
 }
 
 func (c *docChecker) withMap(v any) {
-	if m, ok := v.(map[string]any); ok {
-		c.required(m, "items", "nodes")
-	}
-	c.members(v, func(c *docChecker, k string, val any) bool {
+	c.members(v, []string{"items", "nodes"}, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "items":
 			c.anyOf(val, func(c *docChecker, v any) {
@@ -552,10 +536,7 @@ func (c *docChecker) withMap(v any) {
 }
 
 func (c *docChecker) withWorkflow(v any) {
-	if m, ok := v.(map[string]any); ok {
-		c.required(m, "workflow")
-	}
-	c.members(v, func(c *docChecker, k string, val any) bool {
+	c.members(v, []string{"workflow"}, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "workflow":
 			c.strMin1(val)
@@ -594,10 +575,7 @@ func (c *docChecker) messageList(v any) {
 	}
 	for i, msg := range a {
 		c.pushIdx(i)
-		if m, ok := msg.(map[string]any); ok {
-			c.required(m, "role", "content")
-		}
-		c.members(msg, func(c *docChecker, k string, val any) bool {
+		c.members(msg, []string{"role", "content"}, func(c *docChecker, k string, val any) bool {
 			switch k {
 			case "role":
 				c.enum(val, "user", "assistant")
@@ -613,7 +591,7 @@ func (c *docChecker) messageList(v any) {
 }
 
 func (c *docChecker) withModel(v any) {
-	c.members(v, func(c *docChecker, k string, val any) bool {
+	c.members(v, nil, func(c *docChecker, k string, val any) bool {
 		if k == "json" {
 			c.objectOrBool(val)
 			return true
@@ -623,7 +601,7 @@ func (c *docChecker) withModel(v any) {
 }
 
 func (c *docChecker) withAgent(v any) {
-	c.members(v, func(c *docChecker, k string, val any) bool {
+	c.members(v, nil, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "toolsets", "tools":
 			c.nameList(val)
@@ -650,10 +628,7 @@ func (c *docChecker) nameList(v any) {
 }
 
 func (c *docChecker) withTool(v any) {
-	if m, ok := v.(map[string]any); ok {
-		c.required(m, "toolset", "tool")
-	}
-	c.members(v, func(c *docChecker, k string, val any) bool {
+	c.members(v, []string{"toolset", "tool"}, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "toolset", "tool":
 			c.strMin1(val)
@@ -667,10 +642,7 @@ func (c *docChecker) withTool(v any) {
 }
 
 func (c *docChecker) withHTTP(v any) {
-	if m, ok := v.(map[string]any); ok {
-		c.required(m, "url")
-	}
-	c.members(v, func(c *docChecker, k string, val any) bool {
+	c.members(v, []string{"url"}, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "method":
 			c.str(val)
