@@ -86,14 +86,8 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 				return nil, fmt.Errorf("expression %q: secrets are only available in an http node's url, query, headers and body", src)
 			}
 		default:
-			names := []string{"input", "nodes", "execution"}
-			if sc.item {
-				names = append(names, "item", "index")
-			}
-			if sc.secrets != nil {
-				names = append(names, "secrets")
-			}
-			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: input, nodes, execution%s)%s", src, name, scopeHint(sc), didYouMean(name, names))
+			names := scopeNames(sc)
+			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: %s)%s", src, name, strings.Join(names, ", "), didYouMean(name, names))
 		}
 	}
 	for _, id := range c.nodeRefs {
@@ -126,11 +120,7 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 		}
 	}
 	e.allSecrets = c.secretUses > len(c.secretRefs)
-	for _, name := range c.inputRefs {
-		if !slices.Contains(e.inputRefs, name) {
-			e.inputRefs = append(e.inputRefs, name)
-		}
-	}
+	e.inputRefs = distinct(c.inputRefs)
 	if sc.secrets != nil {
 		for _, name := range c.secretRefs {
 			if !sc.secrets[name] {
@@ -141,15 +131,15 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 	return e, nil
 }
 
-func scopeHint(sc *exprScope) string {
-	s := ""
+func scopeNames(sc *exprScope) []string {
+	names := []string{"input", "nodes", "execution"}
 	if sc.item {
-		s += ", item, index"
+		names = append(names, "item", "index")
 	}
 	if sc.secrets != nil {
-		s += ", secrets"
+		names = append(names, "secrets")
 	}
-	return s
+	return names
 }
 
 func firstLine(s string) string {

@@ -126,9 +126,7 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 			errs.addExpr(path.String(), err)
 			return literal{s}
 		}
-		if sc.input != nil {
-			sc.input.check(path.String(), e, errs)
-		}
+		checkInput(path, e, sc, errs)
 		t.note(e)
 		return typed{e}
 	}
@@ -159,9 +157,7 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 			errs.addExpr(path.String(), err)
 			return literal{s}
 		}
-		if sc.input != nil {
-			sc.input.check(path.String(), e, errs)
-		}
+		checkInput(path, e, sc, errs)
 		t.note(e)
 		lits = append(lits, cur.String())
 		cur.Reset()
@@ -176,6 +172,14 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 		return typed{exprs[0]}
 	}
 	return mixed{lits: lits, exprs: exprs}
+}
+
+// checkInput checks e's input.<name> references against the input
+// schema, rendering the path only when there are some.
+func checkInput(path *valuePath, e *expression, sc *exprScope, errs *detailList) {
+	if sc.input != nil && len(e.inputRefs) > 0 {
+		sc.input.check(path.String(), e, errs)
+	}
 }
 
 func (t *Template) note(e *expression) {
