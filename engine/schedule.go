@@ -82,7 +82,7 @@ func (s *scheduler) stopping() bool {
 }
 
 // admit passes the ready nodes through their gate: a skipped or failed
-// node ends at once, a composite starts (it takes no slot: its inner nodes
+// node ends at once (as finished records any node's end), a composite starts (it takes no slot: its inner nodes
 // do), any other node waits for a slot.
 func (s *scheduler) admit() {
 	g := s.gr.g
@@ -90,13 +90,11 @@ func (s *scheduler) admit() {
 		i := s.ready[0]
 		s.ready = s.ready[1:]
 		if st, skip := s.gr.gate(s.ctx, i); skip {
-			s.gr.record(i, st)
-			if st.status == protocol.NodeStatusFailed && !g.nodes[i].continue_ {
-				s.failure = &graphFailure{nodeID: s.gr.prefix + g.nodes[i].id, err: st.err}
-				s.cancel()
-				return
+			var f *graphFailure
+			if st.status == protocol.NodeStatusFailed {
+				f = &graphFailure{nodeID: s.gr.prefix + g.nodes[i].id, err: st.err}
 			}
-			s.ended(i)
+			s.finished(result{i: i, state: st, fail: f})
 			continue
 		}
 		if g.nodes[i].inner != nil {
