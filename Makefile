@@ -18,14 +18,16 @@ LAMBDA_GOARCH ?= arm64
 ALL_PROVIDERS := anthropic bedrock openai
 PROVIDERS ?= $(ALL_PROVIDERS)
 $(if $(filter-out $(ALL_PROVIDERS),$(PROVIDERS)),$(error PROVIDERS: unknown $(filter-out $(ALL_PROVIDERS),$(PROVIDERS)) (want some of $(ALL_PROVIDERS))))
-# TRACING=off leaves the OpenTelemetry SDK and OTLP exporter out (about
-# 5 MB; the notracing build tag): OTEL_TRACES_EXPORTER=otlp then fails at start.
+# TRACING: on exports spans over OTLP/HTTP; grpc adds the OTLP/gRPC
+# exporter (the otlpgrpc build tag, which links gRPC); off leaves the
+# OpenTelemetry SDK and exporter out (the notracing build tag):
+# OTEL_TRACES_EXPORTER=otlp then fails at start (docs/deploy.md).
 TRACING ?= on
-$(if $(filter-out on off,$(TRACING)),$(error TRACING: want on or off, not $(TRACING)))
+$(if $(filter-out on off grpc,$(TRACING)),$(error TRACING: want on, grpc or off, not $(TRACING)))
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
-TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS))) $(if $(filter off,$(TRACING)),notracing)))
+TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS))) $(if $(filter off,$(TRACING)),notracing) $(if $(filter grpc,$(TRACING)),otlpgrpc)))
 
 .PHONY: run test test-short build bench bench-lambda lint tools clean build-RunnerFunction version sam-build
 
@@ -38,6 +40,7 @@ test: $(BIN)/bootstrap-local
 	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -tags noopenai,noanthropic -run 'Registry|ProviderList|ProvidersCompiledIn' ./engine/models/ ./functions/runner/
 	$(GO) test -race -count=1 -tags notracing ./infra/telemetry/
+	$(GO) test -race -count=1 -tags otlpgrpc ./infra/telemetry/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

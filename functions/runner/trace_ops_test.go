@@ -105,7 +105,6 @@ const (
 // stream ends, and no value reaches them.
 func TestOpsTraceExecutionOverOTLP(t *testing.T) {
 	rcv := traceNewReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
 
@@ -123,7 +122,7 @@ func TestOpsTraceExecutionOverOTLP(t *testing.T) {
 	}))
 	defer upstream.Close()
 
-	cfg := testConfig(t, map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "AWS_LAMBDA_FUNCTION_NAME": "runner-traced"})
+	cfg := testConfig(t, map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "AWS_LAMBDA_FUNCTION_NAME": "runner-traced"})
 	tr, err := newTracing(context.Background(), cfg)
 	if err != nil || tr == nil {
 		t.Fatalf("newTracing = %v, %v", tr, err)

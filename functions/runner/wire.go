@@ -192,7 +192,11 @@ func newTracing(ctx context.Context, cfg config.Config) (*telemetry.Tracing, err
 	if name == "" {
 		name = runnerName
 	}
-	tr, err := telemetry.NewTracing(ctx, telemetry.TracingOptions{Protocol: cfg.TracesProtocol, ServiceName: name, ServiceVersion: version})
+	tr, err := telemetry.NewTracing(ctx, telemetry.TracingOptions{
+		Protocol: cfg.TracesProtocol, ServiceName: name, ServiceVersion: version,
+		URL: cfg.OTLP.URL, Headers: cfg.OTLP.Headers, Timeout: cfg.OTLP.Timeout, Gzip: cfg.OTLP.Gzip,
+		CertificateFile: cfg.OTLP.CertificateFile, ClientCertificateFile: cfg.OTLP.ClientCertificateFile, ClientKeyFile: cfg.OTLP.ClientKeyFile,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER: %w", err)
 	}

@@ -73,16 +73,19 @@ type Config struct {
 	HTTPTimeout          time.Duration  // RUNNER_HTTP_TIMEOUT_MS (0: egress.DefaultTimeout)
 
 	// Tracing is on when OTEL_TRACES_EXPORTER is "otlp" (and
-	// OTEL_SDK_DISABLED is not "true"); unset or "none" it is off. Only
-	// the choice and the protocol are read here; the exporter reads its
-	// own settings (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, _TIMEOUT, …),
-	// and the SDK OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and
-	// OTEL_TRACES_SAMPLER, as the OpenTelemetry specification names them.
+	// OTEL_SDK_DISABLED is not "true"); unset or "none" it is off. The
+	// choice, the protocol and the OTLP/HTTP exporter's settings are read
+	// here; the SDK reads OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+	// OTEL_TRACES_SAMPLER and OTEL_BSP_* itself, and the gRPC exporter of
+	// a TRACING=grpc build its OTEL_EXPORTER_OTLP_* settings, as the
+	// OpenTelemetry specification names them.
 	Tracing bool
 	// TracesProtocol is OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
 	// OTEL_EXPORTER_OTLP_PROTOCOL: TracesProtocolHTTP (the default) or
 	// TracesProtocolGRPC.
 	TracesProtocol string
+	// OTLP is the OTLP/HTTP exporter's settings (TracesProtocolHTTP only).
+	OTLP OTLP
 }
 
 // The OTLP protocols the runner exports traces with.
@@ -205,6 +208,9 @@ func (r *reader) tracing(c *Config) {
 	case TracesProtocolHTTP, TracesProtocolGRPC:
 	default:
 		r.errs = append(r.errs, fmt.Errorf("%s: %q is not supported (http/protobuf or grpc)", name, p))
+	}
+	if c.TracesProtocol == TracesProtocolHTTP {
+		c.OTLP = r.otlp()
 	}
 }
 

@@ -7,17 +7,18 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // Tracing is the process's trace pipeline: an SDK tracer provider that
-// batches spans and exports them over OTLP. The exporter reads its
-// endpoint, headers, timeout and TLS settings from the standard
-// OTEL_EXPORTER_OTLP_* variables and the provider its sampler from
-// OTEL_TRACES_SAMPLER, as the OpenTelemetry specification defines them.
+// batches spans and exports them over OTLP: over HTTP/protobuf with the
+// settings TracingOptions carries (config reads them from the standard
+// OTEL_EXPORTER_OTLP_* variables), or over gRPC in a TRACING=grpc build,
+// whose exporter reads those variables itself. The provider reads its
+// sampler from OTEL_TRACES_SAMPLER, as the OpenTelemetry specification
+// defines it.
 // The batch queue (OTEL_BSP_MAX_QUEUE_SIZE, 2048 spans by default) bounds
 // the memory spans take: an execution with more attempts than that drops
 // the excess rather than holding them.
@@ -33,9 +34,12 @@ func NewTracing(ctx context.Context, o TracingOptions) (*Tracing, error) {
 		var err error
 		switch o.Protocol {
 		case "", ProtocolHTTP:
-			exp, err = otlptracehttp.New(ctx)
+			var c *otlpHTTPClient
+			if c, err = newOTLPHTTPClient(o); err == nil {
+				exp, err = otlptrace.New(ctx, c)
+			}
 		case ProtocolGRPC:
-			exp, err = otlptracegrpc.New(ctx)
+			exp, err = newGRPCExporter(ctx)
 		default:
 			err = fmt.Errorf("OTLP protocol %q is not supported", o.Protocol)
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // Tracing is absent from a build with the notracing tag (TRACING=off):
-// the OpenTelemetry SDK and the OTLP exporter, about 5 MB, are left out.
+// the OpenTelemetry SDK and the OTLP exporter are left out.
 type Tracing struct{}
 
 // NewTracing refuses: this build has no trace pipeline.

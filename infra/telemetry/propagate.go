@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"net/http"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -24,7 +25,30 @@ type TracingOptions struct {
 	// Exporter, when not nil, replaces the OTLP exporter (tests and
 	// benchmarks).
 	Exporter sdktrace.SpanExporter
+
+	// The OTLP/HTTP exporter's settings (config.OTLP says what each
+	// means); zero values are the exporter's defaults.
+
+	// URL is the traces endpoint (DefaultOTLPURL when "").
+	URL string
+	// Headers are sent with every export; their values are never logged.
+	Headers map[string]string
+	// Timeout bounds one export, retries included (DefaultOTLPTimeout
+	// when 0).
+	Timeout time.Duration
+	// Gzip compresses export requests.
+	Gzip bool
+	// CertificateFile, ClientCertificateFile and ClientKeyFile are PEM
+	// files: the CAs trusted instead of the system's, and a client
+	// certificate for mutual TLS.
+	CertificateFile, ClientCertificateFile, ClientKeyFile string
 }
+
+// The OTLP/HTTP exporter's defaults, the specification's.
+const (
+	DefaultOTLPURL     = "http://localhost:4318/v1/traces"
+	DefaultOTLPTimeout = 10 * time.Second
+)
 
 // traceContext is the W3C Trace Context propagator (traceparent and
 // tracestate headers).
