@@ -28,6 +28,9 @@ var (
 // compileProgram compiles an expression, budget patch included (see
 // exprbudget.go), through the program cache.
 func compileProgram(src string) (*compiled, error) {
+	if c := compileQuick(src); c != nil {
+		return c, nil
+	}
 	return programs.get(src, func() (*compiled, error) { return compileBudgeted(src, true) })
 }
 

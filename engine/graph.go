@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -21,6 +22,7 @@ type graph struct {
 	sinks       []int
 	inputSchema *jsonschema.Schema
 	reach       []bitset // see reachable
+	reachOnce   sync.Once
 }
 
 // node is a compiled node.
@@ -107,7 +109,6 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 			g.nodes[k].dependent = append(g.nodes[k].dependent, i)
 		}
 	}
-	g.reachable()
 	for i, n := range g.nodes {
 		if len(n.dependent) == 0 {
 			g.sinks = append(g.sinks, i)
@@ -170,18 +171,21 @@ func (g *graph) upstream(i int, id string) bool {
 	if !ok {
 		return false
 	}
-	return g.reachable()[i].has(target)
+	return slices.Contains(g.nodes[i].needs, target) || g.reachable()[i].has(target)
 }
 
 // reachable returns, for every node, the set of its transitive needs. It is
-// computed once per graph, in one pass in need order (O(n²/64) words), so
-// that every reference check and every dynamic `nodes` is a lookup: a
-// search per question made a chain that reads nodes dynamically O(n³).
-// Prepare computes it before the graph runs; it is read-only afterwards.
+// computed once per graph, on first need, in one pass in need order
+// (O(n²/64) words), so that every reference check and every dynamic `nodes`
+// is a lookup: a search per question made a chain that reads nodes
+// dynamically O(n³). Most graphs never need it: a reference to a direct
+// need is answered from the needs (upstream).
 func (g *graph) reachable() []bitset {
-	if g.reach != nil {
-		return g.reach
-	}
+	g.reachOnce.Do(g.computeReach)
+	return g.reach
+}
+
+func (g *graph) computeReach() {
 	n := len(g.nodes)
 	words := (n + 63) / 64
 	backing := make([]uint64, n*words)
@@ -219,7 +223,6 @@ func (g *graph) reachable() []bitset {
 		}
 	}
 	g.reach = reach
-	return reach
 }
 
 // bitset is a set of node indexes.

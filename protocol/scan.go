@@ -130,7 +130,11 @@ func walkValid(data []byte, value func(st []frame, start int, container bool) (*
 			// formatted into strings of its own.
 			key := unsafe.String(unsafe.SliceData(data[i+1:]), end-1-(i+1))
 			if bytes.IndexByte(data[i+1:end-1], '\\') >= 0 {
-				_ = json.Unmarshal(data[i:end], &key)
+				// Its own variable: taking key's address would move every
+				// key to the heap.
+				var unquoted string
+				_ = json.Unmarshal(data[i:end], &unquoted)
+				key = unquoted
 			}
 			i = end
 			f.key, f.index = key, 1

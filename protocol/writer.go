@@ -54,6 +54,8 @@ type Writer struct {
 	exited   chan struct{}
 	stopCtx  func() bool
 	lastSent time.Time
+	stamp    []byte // the time of the last event, to the second (appendTime)
+	stampSec int64
 }
 
 // StreamOptions bound and shape the stream of a Writer. The zero value

@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"reflect"
+	"strconv"
+)
+
+// Parsing was the largest cost left per node once fast forms ran without
+// the VM: expr's parser and checker allocate a token ring, a tree and type
+// information for every text, and a workflow never seen before misses the
+// program cache for each of its expressions. compileQuick reads the shapes
+// fast forms cover — a reference (nodes.a.output.x, input.name) alone or
+// with one operator and a number or another reference — straight from the
+// text, and gives what compileBudgeted would: the same fast form, names,
+// result type and no budget patch. Any other text, including every text
+// expr would reject, is left to compileBudgeted. TestCompileQuickAgrees and
+// FuzzCompileQuick hold the two in agreement.
+
+// quickRoots are the names a quick reference may start with. secrets is
+// not one: its uses are bound to requests (see compileExpr).
+var quickRoots = map[string]bool{"nodes": true, "input": true, "execution": true, "item": true, "index": true}
+
+// quickKeywords are words expr's lexer reads as operators or literals; a
+// property spelled as one is left to expr.
+var quickKeywords = map[string]bool{
+	"not": true, "in": true, "or": true, "and": true, "matches": true, "contains": true,
+	"startsWith": true, "endsWith": true, "let": true, "if": true, "else": true,
+	"true": true, "false": true, "nil": true,
+}
+
+var (
+	typeAny   = reflect.TypeFor[any]()
+	typeBool  = reflect.TypeFor[bool]()
+	typeFloat = reflect.TypeFor[float64]()
+)
+
+// quickCompiled is what compileQuick allocates, in one piece.
+type quickCompiled struct {
+	c   compiled
+	rc  refCollector
+	f   fastForm
+	ops [2]fastForm
+}
+
+// compileQuick compiles src when it has one of the quick shapes, and
+// returns nil otherwise.
+func compileQuick(src string) *compiled {
+	q := &quickParser{src: src}
+	out := &quickCompiled{}
+	l, r := &out.ops[0], &out.ops[1]
+	q.space()
+	if !q.operand(l) {
+		return nil
+	}
+	q.space()
+	if q.pos == len(src) {
+		if l.isLit {
+			return nil // a literal alone is typed by the checker
+		}
+		out.f = *l
+		out.f.fixPath()
+		out.rc.init()
+		out.rc.addRef(&out.f)
+		out.c = compiled{src: src, fast: &out.f, refs: &out.rc, typ: typeAny}
+		return &out.c
+	}
+	op := q.operator()
+	if op == "" {
+		return nil
+	}
+	q.space()
+	if !q.operand(r) {
+		return nil
+	}
+	q.space()
+	// Literals alone are folded by expr's optimizer, and + on two
+	// references may concatenate strings, which the budget patch charges.
+	if q.pos != len(src) || l.isLit && r.isLit || op == "+" && !l.isLit && !r.isLit {
+		return nil
+	}
+	out.f = fastForm{op: op, l: l, r: r}
+	out.rc.init()
+	out.rc.addRef(l)
+	out.rc.addRef(r)
+	typ := typeAny
+	switch op {
+	case "<", ">", "<=", ">=":
+		typ = typeBool
+	case "/":
+		typ = typeFloat
+	}
+	out.c = compiled{src: src, fast: &out.f, refs: &out.rc, typ: typ}
+	return &out.c
+}
+
+// fixPath points a short path into f's own buffer, as fill does, after f
+// was copied from another form.
+func (f *fastForm) fixPath() {
+	if !f.isLit && len(f.path) <= len(f.pathBuf) {
+		n := copy(f.pathBuf[:], f.path)
+		f.path = f.pathBuf[:n]
+	}
+}
+
+func (c *refCollector) init() {
+	c.roots, c.nodeRefs, c.nodeFields = c.rootsBuf[:0], c.refsBuf[:0], c.fieldsBuf[:0]
+}
+
+// addRef records the names f reads as the tree walk (Visit) would: the
+// root, then each member from the innermost out.
+func (c *refCollector) addRef(f *fastForm) {
+	if f.isLit {
+		return
+	}
+	if !containsString(c.roots, f.root) {
+		c.roots = append(c.roots, f.root)
+	}
+	if f.root == "nodes" {
+		c.nodesUses++
+	}
+	p := f.path
+	if len(p) >= 1 {
+		switch f.root {
+		case "nodes":
+			c.nodeRefs = append(c.nodeRefs, p[0])
+		case "input":
+			c.inputRefs = append(c.inputRefs, p[0])
+		}
+	}
+	if f.root != "nodes" {
+		return
+	}
+	if len(p) >= 2 {
+		c.nodeFields = append(c.nodeFields, nodeField{id: p[0], field: p[1]})
+	}
+	if len(p) >= 3 && p[1] == "error" {
+		c.nodeFields = append(c.nodeFields, nodeField{id: p[0], field: p[2], sub: true})
+	}
+}
+
+func containsString(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// quickParser reads the quick shapes; any byte it does not expect ends
+// the reading with no result.
+type quickParser struct {
+	src string
+	pos int
+	// path holds the fields of the operand being read; fixPath moves
+	// short ones into the form.
+	path [8]string
+}
+
+// space skips blanks and comments, as expr's lexer does. An unclosed
+// comment is left in place, so that the text is not quick.
+func (q *quickParser) space() {
+	for q.pos < len(q.src) {
+		switch c := q.src[q.pos]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			q.pos++
+		case c == '/' && q.pos+1 < len(q.src) && q.src[q.pos+1] == '/':
+			for q.pos < len(q.src) && q.src[q.pos] != '\n' {
+				q.pos++
+			}
+		case c == '/' && q.pos+1 < len(q.src) && q.src[q.pos+1] == '*':
+			end := indexFrom(q.src, "*/", q.pos+2)
+			if end < 0 {
+				return
+			}
+			q.pos = end + 2
+		default:
+			return
+		}
+	}
+}
+
+func indexFrom(s, sub string, from int) int {
+	for i := from; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+// operand reads a reference or a number into f.
+func (q *quickParser) operand(f *fastForm) bool {
+	if q.pos >= len(q.src) {
+		return false
+	}
+	if c := q.src[q.pos]; c >= '0' && c <= '9' {
+		return q.number(f)
+	}
+	root := q.ident()
+	if !quickRoots[root] {
+		return false
+	}
+	n := 0
+	for q.pos < len(q.src) && q.src[q.pos] == '.' {
+		q.pos++
+		name := q.ident()
+		if name == "" || quickKeywords[name] || n == len(q.path) {
+			return false
+		}
+		q.path[n] = name
+		n++
+	}
+	if q.pos < len(q.src) && !quickStop(q.src[q.pos]) {
+		return false
+	}
+	*f = fastForm{root: root}
+	if n <= len(f.pathBuf) {
+		f.path = f.pathBuf[:copy(f.pathBuf[:], q.path[:n])]
+	} else {
+		f.path = append([]string(nil), q.path[:n]...)
+	}
+	return true
+}
+
+// ident reads an ASCII identifier.
+func (q *quickParser) ident() string {
+	start := q.pos
+	for q.pos < len(q.src) {
+		c := q.src[q.pos]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || q.pos > start && c >= '0' && c <= '9' {
+			q.pos++
+			continue
+		}
+		break
+	}
+	return q.src[start:q.pos]
+}
+
+// number reads a decimal integer that fits an int, or digits.digits; the
+// other spellings expr accepts (0x, 1_000, 1e3, a leading 0) are left to it.
+func (q *quickParser) number(f *fastForm) bool {
+	start := q.pos
+	for q.pos < len(q.src) && q.src[q.pos] >= '0' && q.src[q.pos] <= '9' {
+		q.pos++
+	}
+	digits := q.pos - start
+	if digits > 1 && q.src[start] == '0' {
+		return false
+	}
+	isFloat := false
+	if q.pos < len(q.src) && q.src[q.pos] == '.' {
+		q.pos++
+		frac := q.pos
+		for q.pos < len(q.src) && q.src[q.pos] >= '0' && q.src[q.pos] <= '9' {
+			q.pos++
+		}
+		if q.pos == frac {
+			return false
+		}
+		isFloat = true
+	}
+	if q.pos < len(q.src) && !quickStop(q.src[q.pos]) {
+		return false
+	}
+	text := q.src[start:q.pos]
+	if isFloat {
+		v, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return false
+		}
+		*f = fastForm{lit: v, isLit: true}
+		return true
+	}
+	if digits > 18 {
+		return false
+	}
+	v, err := strconv.Atoi(text)
+	if err != nil {
+		return false
+	}
+	*f = fastForm{lit: v, isLit: true}
+	return true
+}
+
+// quickStop reports whether c may follow an operand: a blank, the start
+// of a comment or one of the quick operators.
+func quickStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '/', '+', '-', '*', '<', '>':
+		return true
+	}
+	return false
+}
+
+// operator reads one of the operators fast forms apply.
+func (q *quickParser) operator() string {
+	if q.pos >= len(q.src) {
+		return ""
+	}
+	next := byte(0)
+	if q.pos+1 < len(q.src) {
+		next = q.src[q.pos+1]
+	}
+	var op string
+	switch c := q.src[q.pos]; c {
+	case '+', '-':
+		op = q.src[q.pos : q.pos+1]
+	case '*':
+		if next == '*' || next == '=' || next == '&' {
+			return ""
+		}
+		op = "*"
+	case '/':
+		op = "/" // comments were skipped before
+	case '<', '>':
+		switch next {
+		case '=':
+			op = q.src[q.pos : q.pos+2]
+		case '&', '*':
+			return ""
+		default:
+			op = q.src[q.pos : q.pos+1]
+		}
+	default:
+		return ""
+	}
+	q.pos += len(op)
+	return op
+}

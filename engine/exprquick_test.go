@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// quickCorpus holds texts of the quick shapes and texts next to them that
+// are not: both kinds must agree with expr.
+var quickCorpus = []string{
+	"nodes.a.output", "nodes.a.output + 1", "1 + nodes.a.output", "input.x", "input.x.y.z.w",
+	"input.a.b.c.d.e.f.g.h.i", "nodes.a.output + 1.5", "nodes.a.output * 2 /* c */",
+	"input.a + input.b", "input.a - input.b", "input.a < 3", "input.a <= 3", "input.a >= input.b",
+	"3 > nodes.b.output.n", "execution.id", "nodes.a.error.code", "nodes.a.error", "nodes.error.code",
+	"nodes.a.error.code.x", "nodes", "input", "1", "1.5", "true", `"s"`, "nil", "nodes.a.status == 'x'",
+	"input.a / 0", "input.a / 2.5", "input.a + 0x10", "input.a + 1_000", "input.a + 1e3", "input.a + 01",
+	"input.a + 0", "input.a + 0.0", "input.a + 00", "input.a+-1", "input.a -1", "input.a - -1", "item.x",
+	"index + 1", "item", "nodes.a.output.len", "input.true", "input.in", "input.not", "input.nil",
+	"nodes.a .output", "nodes. a", "input.a + 99999999999999999999", "input.a + 999999999999999999",
+	"input.a + 9223372036854775807", "// c\n input.a", "input.a // c", "input.a /* c", "/* */ input.a /* */",
+	"input.a/*c*/+/*d*/1", "input.a**2", "input.a * *2", "input.a *= 2", "input.a <* 2", "input.a < = 2",
+	"input.a < input.b < 3", "input.a + 1 + 2", "input.a + (1)", "(input.a)", "input.a.0", "input.a[0]",
+	"input.a?.b", "input.a ?? 1", "input.é", "input.aé", "input.a$", "$env", "$env.x", "secrets.k",
+	"foo.bar", "len(input.a)", "input.a % 2", "input.a == 1", "input.a != nil", "input.a && true",
+	"input.a and input.b", "input.a in [1]", "input.a..b", "1.", "1.5.x", ".5 + input.a", "input.a + .5",
+	"input.a + 1.5e3", "input._x_1", "input.X9", "input.9x", "nodes.n-1.output", "nodes.my-node.output",
+	" \t\r\n input.a \n", "", " ", "input.a\u00a0", "input.a +", "+ input.a", "input..a", "input.a.",
+	"nodes.a.output - nodes.b.output", "nodes.a.output * nodes.a.output", "input.a / input.b",
+	"execution.id + 1", "index < 10", "item.v * 1.25", "input.a +1", "input.a+1", "input.a-1",
+	"input.a /*/ 1", "input.a /**/ 1", "input.a / /* c */ 1",
+}
+
+// TestCompileQuickAgrees checks the quick reading against compileBudgeted
+// over the corpus: where it reads a text, the result must be the same.
+func TestCompileQuickAgrees(t *testing.T) {
+	quick := 0
+	for _, src := range quickCorpus {
+		if checkQuickAgrees(t, src) {
+			quick++
+		}
+	}
+	// The corpus must exercise the quick path, or the test says nothing.
+	if quick < 40 {
+		t.Fatalf("only %d corpus texts read quickly", quick)
+	}
+}
+
+func FuzzCompileQuick(f *testing.F) {
+	for _, src := range quickCorpus {
+		f.Add(src)
+	}
+	f.Fuzz(func(t *testing.T, src string) { checkQuickAgrees(t, src) })
+}
+
+// checkQuickAgrees reports whether compileQuick reads src, failing t when
+// what it gives differs from compileBudgeted's.
+func checkQuickAgrees(t *testing.T, src string) bool {
+	t.Helper()
+	q := compileQuick(src)
+	if q == nil {
+		return false
+	}
+	full, err := compileBudgeted(src, true)
+	if err != nil {
+		t.Errorf("%q: quick reading accepts what expr rejects: %v", src, err)
+		return true
+	}
+	if full.prog != nil || full.budgeted || full.fast == nil {
+		t.Errorf("%q: quick reading has a fast form, expr a program (budgeted %v)", src, full.budgeted)
+		return true
+	}
+	if got, want := describeFast(q.fast), describeFast(full.fast); got != want {
+		t.Errorf("%q: fast form\n quick %s\n expr  %s", src, got, want)
+	}
+	if q.typ != full.typ {
+		t.Errorf("%q: type quick %v, expr %v", src, q.typ, full.typ)
+	}
+	if got, want := describeRefs(q.refs), describeRefs(full.refs); got != want {
+		t.Errorf("%q: names\n quick %s\n expr  %s", src, got, want)
+	}
+	return true
+}
+
+func describeFast(f *fastForm) string {
+	if f.isLit {
+		return fmt.Sprintf("lit(%T %v)", f.lit, f.lit)
+	}
+	if f.op != "" {
+		return fmt.Sprintf("(%s %s %s)", describeFast(f.l), f.op, describeFast(f.r))
+	}
+	if len(f.path) <= len(f.pathBuf) && len(f.path) > 0 && &f.path[0] != &f.pathBuf[0] {
+		return "path outside its form"
+	}
+	return f.root + "." + strings.Join(f.path, ".")
+}
+
+func describeRefs(c *refCollector) string {
+	return fmt.Sprintf("roots %q lets %q nodeRefs %q nodesUses %d secretRefs %q secretUses %d inputRefs %q fields %v",
+		c.roots, c.lets, c.nodeRefs, c.nodesUses, c.secretRefs, c.secretUses, c.inputRefs, slices.Clone(c.nodeFields))
+}
