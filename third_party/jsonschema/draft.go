@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A Draft represents json-schema specification.
@@ -14,8 +15,13 @@ type Draft struct {
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs (values unused, see vocabSchs)
 	defaultVocabs []string           // names of default vocabs
+
+	// Patched (see README.md): sch and vocabSchs are compiled by load on
+	// first use of the draft, not in init.
+	loadOnce  sync.Once
+	vocabSchs map[string]*Schema // schemas of allVocabs, by name
 }
 
 // String returns the specification url.
@@ -124,15 +130,24 @@ var (
 	draftLatest = Draft2020
 )
 
-func init() {
-	c := NewCompiler()
-	c.AssertFormat()
-	for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
-		d.sch = c.MustCompile(d.url)
+// load compiles the draft's meta-schema and vocabulary schemas, once, on
+// first use of the draft. Upstream compiles those of every draft in init,
+// which costs every importing program several milliseconds at start.
+//
+// The bootstrap compiler never reaches getSchema: meta-schemas are not
+// validated against a meta-schema (roots.addRoot skips json-schema.org
+// documents), and nothing else is validated while they compile.
+func (d *Draft) load() {
+	d.loadOnce.Do(func() {
+		c := NewCompiler()
+		c.AssertFormat()
+		sch := c.MustCompile(d.url)
+		vocabSchs := make(map[string]*Schema, len(d.allVocabs))
 		for name := range d.allVocabs {
-			d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
+			vocabSchs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
-	}
+		d.sch, d.vocabSchs = sch, vocabSchs
+	})
 }
 
 func draftFromURL(url string) *Draft {
@@ -264,6 +279,7 @@ func (d *dialect) activeVocabs(assertVocabs bool, vocabularies map[string]*Vocab
 }
 
 func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabulary) *Schema {
+	d.draft.load()
 	vocabs := d.activeVocabs(assertVocabs, vocabularies)
 	if vocabs == nil {
 		return d.draft.sch
@@ -271,7 +287,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := d.draft.vocabSchs[vocab]
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -282,7 +298,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := d.draft.vocabSchs["core"]
 		if sch == nil {
 			sch = d.draft.sch
 		}
