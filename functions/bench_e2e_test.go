@@ -24,7 +24,7 @@ import (
 // round trip by the node count; allocs include the client's, a few per
 // request. On a shared machine wall time (ns/node) follows the load;
 // cpu-ns/node, the process's CPU time (server, client and GC together),
-// much less so.
+// much less so. They run at the runner's GC target (gc_test.go).
 
 // e2eChain is a request of n set nodes, each adding one to the output of
 // the node before it; salt makes its text unique.
