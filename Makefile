@@ -24,6 +24,13 @@ $(if $(filter-out $(ALL_PROVIDERS),$(PROVIDERS)),$(error PROVIDERS: unknown $(fi
 # OTEL_TRACES_EXPORTER=otlp then fails at start (docs/deploy.md).
 TRACING ?= on
 $(if $(filter-out on off grpc,$(TRACING)),$(error TRACING: want on, grpc or off, not $(TRACING)))
+# The SDKs behind model and AWS calls are compiled without inlining: their
+# code runs once per call, behind a network round trip, and the inlined
+# copies of it cost about 3 MB of the full bootstrap and 0.5 MB of a
+# Bedrock-only one (docs/deploy.md, Bootstrap size). The engine, the
+# runtime and the rest are compiled as usual.
+NOINLINE  := github.com/openai/... github.com/anthropics/... github.com/aws/aws-sdk-go-v2/... github.com/aws/smithy-go/...
+GCFLAGS   := $(foreach p,$(NOINLINE),-gcflags=$(p)=-l)
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
@@ -52,15 +59,15 @@ $(BIN)/runnerctl: FORCE
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ ./cmd/runnerctl
 
 $(BIN)/bootstrap: FORCE
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
 
 # The same binary for this machine, run under aws-lambda-rie by the tests.
 $(BIN)/bootstrap-local: FORCE
-	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
 
 # sam build calls this target (BuildMethod: makefile).
 build-RunnerFunction:
-	GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
+	GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
 
 ## version: write VERSION (git describe) for builds from a copy without .git
 version:
@@ -82,8 +89,8 @@ bench:
 BENCH_LAMBDA_RUNS ?= 11
 BENCH_BUILDS := bootstrap bootstrap-bedrock bare
 bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock ./functions/runner
-	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock-local ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock ./functions/runner
+	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock-local ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $(BIN)/bare ./functions/runner/testdata/bare
 	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $(BIN)/bare-local ./functions/runner/testdata/bare
 	@for f in $(BENCH_BUILDS); do \
