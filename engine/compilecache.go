@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -25,10 +27,25 @@ var (
 	schemas  = compileCache[*jsonschema.Schema]{max: 64, maxKey: 64 << 10}
 )
 
+// quickMemo keeps recent quick compilations (compileQuick), one per slot
+// chosen by the text's hash: a fan-out's nodes often share a reference, a
+// server sends the same workflows again, and a quick compilation is
+// immutable. A slot is overwritten by the next text that hashes to it,
+// without the program cache's locking and bookkeeping.
+var (
+	quickMemo [256]atomic.Pointer[compiled]
+	quickSeed = maphash.MakeSeed()
+)
+
 // compileProgram compiles an expression, budget patch included (see
 // exprbudget.go), through the program cache.
 func compileProgram(src string) (*compiled, error) {
+	slot := &quickMemo[maphash.String(quickSeed, src)%uint64(len(quickMemo))]
+	if c := slot.Load(); c != nil && c.src == src {
+		return c, nil
+	}
 	if c := compileQuick(src); c != nil {
+		slot.Store(c)
 		return c, nil
 	}
 	return programs.get(src, func() (*compiled, error) { return compileBudgeted(src, true) })

@@ -100,3 +100,24 @@ func describeRefs(c *refCollector) string {
 	return fmt.Sprintf("roots %q lets %q nodeRefs %q nodesUses %d secretRefs %q secretUses %d inputRefs %q fields %v",
 		c.roots, c.lets, c.nodeRefs, c.nodesUses, c.secretRefs, c.secretUses, c.inputRefs, slices.Clone(c.nodeFields))
 }
+
+// TestQuickMemo checks that a quick text is compiled once while its slot
+// holds it, and that every slot answers only for its own text.
+func TestQuickMemo(t *testing.T) {
+	a1, err := compileProgram("nodes.memo_a.output + 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := compileProgram("nodes.memo_a.output + 1")
+	if a1 != a2 {
+		t.Error("the same quick text was compiled twice in a row")
+	}
+	// More texts than slots: each answer is for the text asked.
+	for i := range 3 * len(quickMemo) {
+		src := fmt.Sprintf("input.memo%d", i)
+		c, err := compileProgram(src)
+		if err != nil || c.src != src || c.fast == nil || c.fast.path[0] != fmt.Sprintf("memo%d", i) {
+			t.Fatalf("%s: got %+v, %v", src, c, err)
+		}
+	}
+}
