@@ -449,7 +449,7 @@ func TestInvokeRealHandler(t *testing.T) {
 
 func staticSource(t *testing.T, cfg config.Config) functions.TokenSource {
 	t.Helper()
-	src, err := tokenSource(context.Background(), cfg)
+	src, err := tokenSource(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

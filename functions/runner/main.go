@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		devToken = randomToken()
 		cfg.Tokens = []string{devToken}
 	}
-	src, err := tokenSource(ctx, cfg)
+	src, err := tokenSource(cfg)
 	if err != nil {
 		return err
 	}
@@ -154,10 +154,10 @@ func shutdownTracing(ctx context.Context, tr *telemetry.Tracing, logger *slog.Lo
 
 // tokenSource picks Secrets Manager when a secret is configured, else the
 // static tokens, and refuses to start with neither.
-func tokenSource(ctx context.Context, cfg config.Config) (functions.TokenSource, error) {
+func tokenSource(cfg config.Config) (functions.TokenSource, error) {
 	switch {
 	case cfg.TokenSecretID != "":
-		return secretsSource(ctx, cfg)
+		return secretsSource(cfg), nil
 	case len(cfg.Tokens) > 0:
 		return tokens.Static{Set: tokens.NewSet(cfg.Tokens...)}, nil
 	}

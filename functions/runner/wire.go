@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -214,19 +215,42 @@ func served(h http.Handler, tr *telemetry.Tracing) http.Handler {
 
 // secretsSource reads tokens from Secrets Manager with the function's role.
 // AWS_ENDPOINT_URL_SECRETS_MANAGER points it elsewhere (tests, VPC
-// endpoints).
-func secretsSource(ctx context.Context, cfg config.Config) (functions.TokenSource, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	client := secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
-		o.RetryMaxAttempts = 2
-		o.RetryMode = aws.RetryModeStandard
-	})
-	return secrets.New(client, secrets.Options{
+// endpoints). The AWS configuration and the client are built on the first
+// token check, which reads the secret anyway, not at start: cold start
+// (Lambda's INIT) does not wait for them.
+func secretsSource(cfg config.Config) functions.TokenSource {
+	return secrets.New(&lazySecrets{}, secrets.Options{
 		SecretID:        cfg.TokenSecretID,
 		TTL:             cfg.TokenCacheTTL,
 		RefreshInterval: cfg.TokenRefreshGap,
-	}), nil
+	})
+}
+
+// lazySecrets is a Secrets Manager client built on its first call. An error
+// loading the AWS configuration (a malformed AWS_* variable or shared
+// config file) does not change while the process lives, so it is kept and
+// every call fails with it: the source then fails closed.
+type lazySecrets struct {
+	once   sync.Once
+	client *secretsmanager.Client
+	err    error
+}
+
+func (l *lazySecrets) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	l.once.Do(func() {
+		// Without the request's cancellation: what is loaded is kept.
+		awsCfg, err := awsconfig.LoadDefaultConfig(context.WithoutCancel(ctx))
+		if err != nil {
+			l.err = fmt.Errorf("AWS configuration: %w", err)
+			return
+		}
+		l.client = secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
+			o.RetryMaxAttempts = 2
+			o.RetryMode = aws.RetryModeStandard
+		})
+	})
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.client.GetSecretValue(ctx, in, optFns...)
 }
