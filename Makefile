@@ -40,7 +40,7 @@ empty     :=
 space     := $(empty) $(empty)
 TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS))) $(if $(filter off,$(TRACING)),notracing) $(if $(filter grpc,$(TRACING)),otlpgrpc)))
 
-.PHONY: run test test-short build bench bench-lambda lint tools clean build-RunnerFunction version sam-build
+.PHONY: run test test-short build bench bench-lambda size lint tools clean build-RunnerFunction version sam-build
 
 ## run: the runner as a local HTTP server with a generated dev token
 run:
@@ -104,6 +104,19 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
 	RUNNER_TEST_BENCH_BOOTSTRAPS="bedrock-only=$(abspath $(BIN)/bootstrap-bedrock-local) bare=$(abspath $(BIN)/bare-local)" \
 	$(GO) test -run '^$$' -bench Lambda \
 		-benchtime $(BENCH_LAMBDA_RUNS)x -count 1 -timeout 10m ./functions/runner/ | tee -a bench-lambda.out
+
+## size: the bootstrap budgets of issue 14 (linux/arm64 stripped, tracing
+## on): fails when the full build passes 47 MB or a Bedrock-only one 20 MB
+SIZE_BUDGET_FULL    := 47000000
+SIZE_BUDGET_BEDROCK := 20000000
+size:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-full ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock ./functions/runner
+	@ok=0; for fb in full:$(SIZE_BUDGET_FULL) bedrock:$(SIZE_BUDGET_BEDROCK); do \
+		f=$${fb%%:*}; b=$${fb#*:}; n=$$(wc -c < $(BIN)/size-$$f); \
+		if [ $$n -le $$b ]; then v=ok; else v=OVER; ok=1; fi; \
+		echo "$$n $$b $$f $$v" | awk '{ printf "size %-8s %6.2f MB (budget %5.2f MB, %+.2f MB) %s\n", $$3, $$1 / 1e6, $$2 / 1e6, ($$2 - $$1) / 1e6, $$4 }'; \
+	done; exit $$ok
 
 ## lint: gofmt, go vet, staticcheck, cfn-lint on template.yaml
 lint:
