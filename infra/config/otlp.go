@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // OTLP is where and how spans are exported over OTLP/HTTP, from the
@@ -109,12 +111,12 @@ func (r *reader) otlpHeaders(name, v string) map[string]string {
 		}
 		key, value, ok := strings.Cut(entry, "=")
 		key = strings.TrimSpace(key)
-		if !ok || key == "" || strings.ContainsAny(key, " \t\r\n:") {
+		if !ok || !httpguts.ValidHeaderFieldName(key) {
 			r.errs = append(r.errs, fmt.Errorf("%s: entry %d must be key=value with a header name as key", name, i+1))
 			continue
 		}
 		dec, err := url.PathUnescape(strings.TrimSpace(value))
-		if err != nil || strings.ContainsAny(dec, "\r\n") {
+		if err != nil || !httpguts.ValidHeaderFieldValue(dec) {
 			r.errs = append(r.errs, fmt.Errorf("%s: the value of %q is not a valid URL-encoded header value", name, key))
 			continue
 		}

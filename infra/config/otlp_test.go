@@ -81,3 +81,35 @@ func TestLoadOTLPErrors(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the header list, Load does not panic, and an error never shows
+// a value (each is marked so the check cannot mistake a key for one).
+func FuzzLoadOTLPHeaders(f *testing.F) {
+	for _, s := range []string{"a=b", "k=%zz", "=v", "k", "a=1,,b=2", "k=v%0d%0a", "k v=1", "k:=1"} {
+		f.Add(s)
+	}
+	const mark = "zq-secret-"
+	f.Fuzz(func(t *testing.T, list string) {
+		var b strings.Builder
+		for i, entry := range strings.Split(list, ",") {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if k, v, ok := strings.Cut(entry, "="); ok {
+				entry = k + "=" + mark + v
+			}
+			b.WriteString(entry)
+		}
+		c, err := Load(env{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_HEADERS": b.String()}.get)
+		if err != nil && strings.Contains(err.Error(), mark) && !strings.Contains(list, "zq-secret") {
+			t.Errorf("error shows a value: %v", err)
+		}
+		if err == nil {
+			for k, v := range c.OTLP.Headers {
+				if k == "" || strings.ContainsAny(k+v, "\r\n") {
+					t.Errorf("header %q accepted", k)
+				}
+			}
+		}
+	})
+}

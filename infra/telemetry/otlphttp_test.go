@@ -221,7 +221,10 @@ func TestTracingExportBadCertificate(t *testing.T) {
 // A default build asked for gRPC refuses at start, naming the variable and
 // the build option.
 func TestTracingGRPCNeedsItsBuild(t *testing.T) {
-	_, err := NewTracing(context.Background(), TracingOptions{Protocol: ProtocolGRPC})
+	tr, err := NewTracing(context.Background(), TracingOptions{Protocol: ProtocolGRPC})
+	if err == nil {
+		defer tr.Shutdown(context.Background())
+	}
 	if (err == nil) != grpcCompiledIn {
 		t.Fatalf("NewTracing(grpc) = %v in a build with gRPC %v", err, grpcCompiledIn)
 	}
