@@ -24,16 +24,18 @@ $(if $(filter-out $(ALL_PROVIDERS),$(PROVIDERS)),$(error PROVIDERS: unknown $(fi
 # OTEL_TRACES_EXPORTER=otlp then fails at start (docs/deploy.md).
 TRACING ?= on
 $(if $(filter-out on off grpc,$(TRACING)),$(error TRACING: want on, grpc or off, not $(TRACING)))
-# The SDKs behind model, MCP and AWS calls (and the modules only they use)
-# are compiled without inlining: their code runs once per call, behind a
-# network round trip, and the inlined copies of it cost about 3 MB of the
-# full bootstrap and 0.6 MB of a Bedrock-only one (docs/deploy.md,
+# The SDKs behind model, MCP and AWS calls (and the modules only they use),
+# and the OTLP exporter with its protobuf encoding, are compiled without
+# inlining: their code runs once per call or span batch, behind a network
+# round trip, and the inlined copies of it cost about 3.5 MB of the
+# full bootstrap and 0.85 MB of a Bedrock-only one (docs/deploy.md,
 # Bootstrap size). The engine, the runtime and the rest are compiled as
 # usual.
 NOINLINE  := github.com/openai/... github.com/anthropics/... github.com/aws/aws-sdk-go-v2/... github.com/aws/smithy-go/... \
 	github.com/modelcontextprotocol/... github.com/google/jsonschema-go/... github.com/segmentio/... github.com/yosida95/... \
 	github.com/tidwall/... github.com/invopop/... github.com/buger/... github.com/pb33f/... go.yaml.in/... \
-	github.com/coder/... github.com/standard-webhooks/...
+	github.com/coder/... github.com/standard-webhooks/... \
+	google.golang.org/protobuf/... go.opentelemetry.io/proto/... go.opentelemetry.io/otel/exporters/...
 GCFLAGS   := $(foreach p,$(NOINLINE),-gcflags=$(p)=-l)
 comma     := ,
 empty     :=
