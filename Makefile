@@ -24,6 +24,15 @@ $(if $(filter-out $(ALL_PROVIDERS),$(PROVIDERS)),$(error PROVIDERS: unknown $(fi
 # OTEL_TRACES_EXPORTER=otlp then fails at start (docs/deploy.md).
 TRACING ?= on
 $(if $(filter-out on off grpc,$(TRACING)),$(error TRACING: want on, grpc or off, not $(TRACING)))
+# AWSCONFIG: where the bootstrap reads its AWS configuration (Secrets
+# Manager, Bedrock). env, the default: the variables Lambda sets (the
+# awsenv build tag, infra/awsconfig), which keeps the SDK's credential
+# chain (SSO, STS, ...) out of the binary and about 0.8 ms out of every
+# cold start. full: the SDK's default chain (profiles, SSO, web identity,
+# container and instance roles). make run always uses the full chain.
+AWSCONFIG ?= env
+$(if $(filter-out env full,$(AWSCONFIG)),$(error AWSCONFIG: want env or full, not $(AWSCONFIG)))
+AWSTAG    := $(if $(filter env,$(AWSCONFIG)),awsenv)
 # The SDKs behind model, MCP and AWS calls (and the modules only they use),
 # and the OTLP exporter with its protobuf encoding, are compiled without
 # inlining: their code runs once per call or span batch, behind a network
@@ -40,7 +49,10 @@ GCFLAGS   := $(foreach p,$(NOINLINE),-gcflags=$(p)=-l)
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
-TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS))) $(if $(filter off,$(TRACING)),notracing) $(if $(filter grpc,$(TRACING)),otlpgrpc)))
+TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS))) $(if $(filter off,$(TRACING)),notracing) $(if $(filter grpc,$(TRACING)),otlpgrpc) $(AWSTAG)))
+# The every-provider and Bedrock-only builds bench-lambda and size compare.
+FULL_TAGS    := $(subst $(space),$(comma),$(strip lambda.norpc $(AWSTAG)))
+BEDROCK_TAGS := $(subst $(space),$(comma),$(strip lambda.norpc noopenai noanthropic $(AWSTAG)))
 
 .PHONY: run test test-short build bench bench-lambda size lint tools clean build-RunnerFunction version sam-build
 
@@ -54,6 +66,7 @@ test: $(BIN)/bootstrap-local
 	$(GO) test -race -count=1 -tags noopenai,noanthropic -run 'Registry|ProviderList|ProvidersCompiledIn' ./engine/models/ ./functions/runner/
 	$(GO) test -race -count=1 -tags notracing ./infra/telemetry/
 	$(GO) test -race -count=1 -tags otlpgrpc ./infra/telemetry/
+	$(GO) test -race -count=1 -tags awsenv ./infra/awsconfig/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -95,8 +108,8 @@ bench:
 BENCH_LAMBDA_RUNS ?= 11
 BENCH_BUILDS := bootstrap bootstrap-bedrock bare
 bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock ./functions/runner
-	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock-local ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock ./functions/runner
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock-local ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $(BIN)/bare ./functions/runner/testdata/bare
 	CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $(BIN)/bare-local ./functions/runner/testdata/bare
 	@for f in $(BENCH_BUILDS); do \
@@ -112,8 +125,8 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
 SIZE_BUDGET_FULL    := 47000000
 SIZE_BUDGET_BEDROCK := 20000000
 size:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-full ./functions/runner
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc,noopenai,noanthropic $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(FULL_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-full ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock ./functions/runner
 	@ok=0; for fb in full:$(SIZE_BUDGET_FULL) bedrock:$(SIZE_BUDGET_BEDROCK); do \
 		f=$${fb%%:*}; b=$${fb#*:}; n=$$(wc -c < $(BIN)/size-$$f); \
 		if [ $$n -le $$b ]; then v=ok; else v=OVER; ok=1; fi; \

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
@@ -388,7 +387,7 @@ func (c *Clients) awsConfig(ctx context.Context) (aws.Config, error) {
 	}
 	load := c.LoadAWSConfig
 	if load == nil {
-		load = func(ctx context.Context) (aws.Config, error) { return config.LoadDefaultConfig(ctx) }
+		load = defaultAWSConfig
 	}
 	cfg, err := load(ctx)
 	if err != nil {

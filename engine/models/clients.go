@@ -35,8 +35,10 @@ type Clients struct {
 	// means DefaultMaxRetries and a negative value means none.
 	MaxRetries int
 	// LoadAWSConfig loads the AWS configuration Bedrock uses (region,
-	// credentials: the function's IAM role). Nil means
-	// config.LoadDefaultConfig. It is called at most once successfully.
+	// credentials: the function's IAM role). Nil means the SDK's default
+	// chain (config.LoadDefaultConfig), except in an awsenv build, which
+	// does not link that chain: there it must be set (the bootstrap sets
+	// infra/awsconfig.Load). It is called at most once successfully.
 	LoadAWSConfig func(ctx context.Context) (aws.Config, error)
 
 	awsMu  sync.Mutex

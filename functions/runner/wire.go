@@ -9,13 +9,13 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/functions"
+	"github.com/runnerd/lambda-runner/infra/awsconfig"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/secrets"
 	"github.com/runnerd/lambda-runner/infra/telemetry"
@@ -173,7 +173,7 @@ func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTrippe
 	// trace context, when tracing is on) sits above the guard in both.
 	endpoints := egress.NewEndpoints(httpOpts, wrap)
 	return engine.Services{
-		Models:     &models.Clients{HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check},
+		Models:     &models.Clients{HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check, LoadAWSConfig: awsconfig.Load},
 		ModelTable: table,
 		HTTP:       httpOpts,
 		Toolsets: toolsets.Options{
@@ -239,7 +239,7 @@ type lazySecrets struct {
 func (l *lazySecrets) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
 	l.once.Do(func() {
 		// Without the request's cancellation: what is loaded is kept.
-		awsCfg, err := awsconfig.LoadDefaultConfig(context.WithoutCancel(ctx))
+		awsCfg, err := awsconfig.Load(context.WithoutCancel(ctx))
 		if err != nil {
 			l.err = fmt.Errorf("AWS configuration: %w", err)
 			return
