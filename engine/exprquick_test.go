@@ -64,21 +64,21 @@ func checkQuickAgrees(t *testing.T, src string) bool {
 	}
 	full, err := compileBudgeted(src, true)
 	if err != nil {
-		t.Errorf("%q: quick reading accepts what expr rejects: %v", src, err)
+		t.Errorf("%.100q: quick reading accepts what expr rejects: %v", src, err)
 		return true
 	}
 	if full.prog != nil || full.budgeted || full.fast == nil {
-		t.Errorf("%q: quick reading has a fast form, expr a program (budgeted %v)", src, full.budgeted)
+		t.Errorf("%.100q: quick reading has a fast form, expr a program (budgeted %v)", src, full.budgeted)
 		return true
 	}
 	if got, want := describeFast(q.fast), describeFast(full.fast); got != want {
-		t.Errorf("%q: fast form\n quick %s\n expr  %s", src, got, want)
+		t.Errorf("%.100q: fast form\n quick %s\n expr  %s", src, got, want)
 	}
 	if q.typ != full.typ {
-		t.Errorf("%q: type quick %v, expr %v", src, q.typ, full.typ)
+		t.Errorf("%.100q: type quick %v, expr %v", src, q.typ, full.typ)
 	}
 	if got, want := describeRefs(q.refs), describeRefs(full.refs); got != want {
-		t.Errorf("%q: names\n quick %s\n expr  %s", src, got, want)
+		t.Errorf("%.100q: names\n quick %s\n expr  %s", src, got, want)
 	}
 	return true
 }
