@@ -132,26 +132,24 @@ func (e envSource) GetServiceBaseEndpoint(_ context.Context, sdkID string) (stri
 
 // GetUseFIPSEndpoint reads AWS_USE_FIPS_ENDPOINT.
 func (e envSource) GetUseFIPSEndpoint(context.Context) (aws.FIPSEndpointState, bool, error) {
-	on, found, err := e.flag("AWS_USE_FIPS_ENDPOINT")
-	if !found || err != nil {
-		return aws.FIPSEndpointStateUnset, false, err
-	}
-	if on {
-		return aws.FIPSEndpointStateEnabled, true, nil
-	}
-	return aws.FIPSEndpointStateDisabled, true, nil
+	return endpointState(e, "AWS_USE_FIPS_ENDPOINT", aws.FIPSEndpointStateUnset, aws.FIPSEndpointStateEnabled, aws.FIPSEndpointStateDisabled)
 }
 
 // GetUseDualStackEndpoint reads AWS_USE_DUALSTACK_ENDPOINT.
 func (e envSource) GetUseDualStackEndpoint(context.Context) (aws.DualStackEndpointState, bool, error) {
-	on, found, err := e.flag("AWS_USE_DUALSTACK_ENDPOINT")
-	if !found || err != nil {
-		return aws.DualStackEndpointStateUnset, false, err
+	return endpointState(e, "AWS_USE_DUALSTACK_ENDPOINT", aws.DualStackEndpointStateUnset, aws.DualStackEndpointStateEnabled, aws.DualStackEndpointStateDisabled)
+}
+
+// endpointState reads the flag name as one of the SDK's endpoint states.
+func endpointState[S any](e envSource, name string, unset, enabled, disabled S) (S, bool, error) {
+	on, found, err := e.flag(name)
+	switch {
+	case !found || err != nil:
+		return unset, false, err
+	case on:
+		return enabled, true, nil
 	}
-	if on {
-		return aws.DualStackEndpointStateEnabled, true, nil
-	}
-	return aws.DualStackEndpointStateDisabled, true, nil
+	return disabled, true, nil
 }
 
 func (e envSource) ignoreEndpoints() bool {
