@@ -113,7 +113,9 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 		p.secretNames[name] = true
 	}
 	var doc *document
-	if req.Workflow != nil {
+	if dd, ok := req.WorkflowValue.(*decodedDocument); ok {
+		doc = checkDocument("workflow", dd.tree, dd.input, dd.output, d)
+	} else if req.Workflow != nil {
 		doc = parseDocument("workflow", req.Workflow, d)
 	}
 	for i, raw := range req.Runtime.Workflows {

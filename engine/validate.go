@@ -84,7 +84,7 @@ func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
 // set when the body is not JSON, and nothing else was checked.
 func (e *Engine) check(body []byte, bare bool) (x *Execution, d *detailList, syn *protocol.Syntax) {
 	d = &detailList{bare: bare}
-	req, err := protocol.Decoder{MaxDepth: e.Limits.WithDefaults().MaxDepth}.DecodeAll(body)
+	req, err := protocol.Decoder{MaxDepth: e.Limits.WithDefaults().MaxDepth, Workflow: decodeWorkflowMembers}.DecodeAll(body)
 	var inv *protocol.Invalid
 	if errors.As(err, &inv) && inv.Syntax != nil {
 		syn = inv.Syntax

@@ -65,6 +65,27 @@ func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
 		d.add(path, "malformed JSON: %v", err)
 		return nil
 	}
+	return checkDocument(path, tree, input, output, d)
+}
+
+// decodedDocument is a document decoded as the request body was read
+// (protocol.Decoder.Workflow, decodeMembers).
+type decodedDocument struct {
+	tree          map[string]any
+	input, output json.RawMessage
+}
+
+// decodeWorkflowMembers is the engine's protocol.Decoder.Workflow.
+func decodeWorkflowMembers(dec *json.Decoder) (any, error) {
+	tree, input, output, err := decodeMembers(dec)
+	if err != nil {
+		return nil, err
+	}
+	return &decodedDocument{tree: tree, input: input, output: output}, nil
+}
+
+// checkDocument is parseDocument for a decoded document.
+func checkDocument(path string, tree any, input, output json.RawMessage, d *detailList) *document {
 	reportLeaves(checkDocumentSchema(path, tree), d)
 	doc := &document{present: map[string]bool{}, Input: input, Output: output}
 	m, ok := tree.(map[string]any)
@@ -109,7 +130,17 @@ func decodeDocument(raw []byte) (tree any, input, output json.RawMessage, err er
 	if _, err = dec.Token(); err != nil {
 		return nil, nil, nil, err
 	}
-	m := map[string]any{}
+	m, input, output, err := decodeMembers(dec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, input, output, decodeEnd(dec)
+}
+
+// decodeMembers reads an object's members up to its closing brace, the
+// opening one read: decodeDocument, for dec set to use numbers.
+func decodeMembers(dec *json.Decoder) (m map[string]any, input, output json.RawMessage, err error) {
+	m = map[string]any{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -138,7 +169,7 @@ func decodeDocument(raw []byte) (tree any, input, output json.RawMessage, err er
 	if _, err = dec.Token(); err != nil {
 		return nil, nil, nil, err
 	}
-	return m, input, output, decodeEnd(dec)
+	return m, input, output, nil
 }
 
 func decodeEnd(dec *json.Decoder) error {

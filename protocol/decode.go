@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -29,6 +30,15 @@ func DecodeRequest(data []byte) (*ExecutionRequest, error) {
 type Decoder struct {
 	// MaxDepth caps the nesting of the whole body; 0 means no cap.
 	MaxDepth int
+	// Workflow, when set, decodes the workflow document while the body is
+	// read, so that the document's text is scanned once with the envelope
+	// rather than copied out and read again. It is called only for a
+	// workflow that is an object, with dec just past its opening brace,
+	// and must read the members and the closing brace. Its result becomes
+	// the request's WorkflowValue. Should Workflow or anything later in the
+	// body fail, the body is read again the ordinary way, WorkflowValue
+	// stays nil, and every problem is reported as without it.
+	Workflow func(dec *json.Decoder) (any, error)
 }
 
 // DecodeAll is DecodeRequest that keeps going: it returns the request as
@@ -37,6 +47,15 @@ type Decoder struct {
 // only when the body is not a JSON object (then the error is a *Syntax or
 // an *Invalid) or is nested deeper than MaxDepth.
 func (dc Decoder) DecodeAll(data []byte) (*ExecutionRequest, error) {
+	if dc.Workflow != nil {
+		if top, wv, ok := dc.readTop(data); ok {
+			req, err := dc.check(data, top, nil, walkValid)
+			if req != nil {
+				req.WorkflowValue = wv
+			}
+			return req, err
+		}
+	}
 	// Decoded first: encoding/json checks the whole body is JSON before it
 	// decodes, so the structure walk need not check it again.
 	var top map[string]json.RawMessage
@@ -45,6 +64,12 @@ func (dc Decoder) DecodeAll(data []byte) (*ExecutionRequest, error) {
 	if jse := (*json.SyntaxError)(nil); errors.As(uerr, &jse) {
 		walk = walkTokens
 	}
+	return dc.check(data, top, uerr, walk)
+}
+
+// check walks data's structure and checks the envelope's members, top as
+// decoded with error uerr.
+func (dc Decoder) check(data []byte, top map[string]json.RawMessage, uerr error, walk walker) (*ExecutionRequest, error) {
 	if err := checkStructure(walk, data, dc.MaxDepth); err != nil {
 		var se *Syntax
 		if errors.As(err, &se) {
@@ -62,6 +87,53 @@ func (dc Decoder) DecodeAll(data []byte) (*ExecutionRequest, error) {
 		return req, inv
 	}
 	return decodeEnvelope(top, uerr)
+}
+
+// readTop reads the body's top-level members in one pass, the workflow
+// through dc.Workflow, and the others as they are written. ok is false when
+// the body is not an object read to its end without an error, a duplicate
+// workflow member included: the caller then reads it the ordinary way.
+func (dc Decoder) readTop(data []byte) (top map[string]json.RawMessage, wv any, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, false
+	}
+	top = map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		key, _ := t.(string)
+		if key != "workflow" {
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				return nil, nil, false
+			}
+			top[key] = raw
+			continue
+		}
+		if _, dup := top[key]; dup {
+			return nil, nil, false
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return nil, nil, false
+		}
+		start := dec.InputOffset() - 1
+		if wv, err = dc.Workflow(dec); err != nil {
+			return nil, nil, false
+		}
+		// The document's text is the body's, as Unmarshal would copy it.
+		top[key] = json.RawMessage(data[start:dec.InputOffset()])
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, false
+	}
+	return top, wv, true
 }
 
 // decodeEnvelope checks the members of the body's top-level object, top as

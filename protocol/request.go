@@ -23,6 +23,11 @@ type ExecutionRequest struct {
 	Authorization    Authorization   `json:"authorization"`
 	ToolPolicies     []ToolPolicy    `json:"toolPolicies,omitempty"`
 	ConsentAvailable bool            `json:"consentAvailable,omitempty"`
+
+	// WorkflowValue is what Decoder.Workflow made of Workflow as the body
+	// was read: nil when no Workflow was given or the body had to be read
+	// again another way. It is not part of the wire format.
+	WorkflowValue any `json:"-"`
 }
 
 // Runtime carries the services an execution may use.

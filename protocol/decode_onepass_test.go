@@ -1,0 +1,123 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// onePassCorpus: bodies the one-pass read takes, and bodies it must hand
+// back to the ordinary read (a workflow that is not an object, a second
+// workflow, an error after the workflow, trailing text, a duplicate key).
+var onePassCorpus = []string{
+	minimal,
+	`{"version":1,"workflow":{"nodes":[{"id":"a","type":"set","with":{"value":1.50}}]},"input":{"n":12345678901234567890},"trace":true}`,
+	` {"workflow" : { "id" : "w" , "nodes" : [ ] } , "version" : 1 } `,
+	`{"version":1,"workflow":{},"runtime":{"workflows":[{"id":"c"}]},"permissions":["tool:*"]}`,
+	`{"version":1,"workflow":{"nodes":[]},"workflow":{"nodes":[1]}}`,
+	`{"version":1,"workflow":[{}]}`,
+	`{"version":1,"workflow":"{}"}`,
+	`{"version":1,"workflow":null}`,
+	`{"version":1,"workflow":{"nodes":[]},"input":{`,
+	`{"version":1,"workflow":{"nodes":[]}} x`,
+	`{"version":1,"workflow":{"nodes":[]}}{}`,
+	`{"version":1,"workflow":{"nodes":[],"nodes":[]}}`,
+	`{"version":1,"version":2,"workflow":{}}`,
+	`{"version":1,"workflow":{"a":{"b":{"c":{"d":[[[[1]]]]}}}}}`,
+	`{"version":1,"workflow":{"x":"\u00e9\ud83d\ude00"}}`,
+	`[1]`, `null`, ``, `{`, `{"version":1,"workflow":{]}`,
+}
+
+// members reads an object's members as the engine's hook does, keeping
+// them as raw text.
+func members(dec *json.Decoder) (any, error) {
+	m := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		m[t.(string)] = raw
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// TestDecodeOnePassAgrees: with Workflow set, DecodeAll gives what it gives
+// without, and the workflow's value when the one pass read the body.
+func TestDecodeOnePassAgrees(t *testing.T) {
+	onePass := 0
+	for _, body := range onePassCorpus {
+		if checkOnePass(t, []byte(body), 4) {
+			onePass++
+		}
+	}
+	if onePass < 6 {
+		t.Errorf("only %d bodies were read in one pass", onePass)
+	}
+}
+
+// TestDecodeOnePassHookError: a Workflow that fails hands the body back.
+func TestDecodeOnePassHookError(t *testing.T) {
+	dc := Decoder{Workflow: func(*json.Decoder) (any, error) { return nil, errors.New("no") }}
+	req, err := dc.DecodeAll([]byte(minimal))
+	if err != nil || req == nil || req.WorkflowValue != nil || len(req.Workflow) == 0 {
+		t.Fatalf("req %+v, err %v", req, err)
+	}
+}
+
+func FuzzDecodeOnePass(f *testing.F) {
+	for _, body := range onePassCorpus {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkOnePass(t, body, 0) })
+}
+
+// checkOnePass compares DecodeAll with and without Workflow on body,
+// reporting whether the one pass read it.
+func checkOnePass(t *testing.T, body []byte, maxDepth int) bool {
+	t.Helper()
+	plain, perr := Decoder{MaxDepth: maxDepth}.DecodeAll(body)
+	var got any
+	hooked, herr := Decoder{MaxDepth: maxDepth, Workflow: func(dec *json.Decoder) (any, error) {
+		v, err := members(dec)
+		got = v
+		return v, err
+	}}.DecodeAll(body)
+	if fmt.Sprint(perr) != fmt.Sprint(herr) {
+		t.Fatalf("%.200q: errors differ\n plain  %v\n hooked %v", body, perr, herr)
+	}
+	if (plain == nil) != (hooked == nil) {
+		t.Fatalf("%.200q: request plain %v, hooked %v", body, plain != nil, hooked != nil)
+	}
+	if hooked == nil {
+		return false
+	}
+	wv := hooked.WorkflowValue
+	hooked.WorkflowValue = nil
+	if !reflect.DeepEqual(plain, hooked) {
+		t.Fatalf("%.200q: requests differ\n plain  %+v\n hooked %+v", body, plain, hooked)
+	}
+	if wv == nil {
+		return false
+	}
+	if reflect.ValueOf(wv).Pointer() != reflect.ValueOf(got).Pointer() {
+		t.Fatalf("%.200q: WorkflowValue is not the hook's result", body)
+	}
+	dec := json.NewDecoder(bytes.NewReader(plain.Workflow))
+	_, err := dec.Token()
+	want, err2 := members(dec)
+	if err != nil || err2 != nil || !reflect.DeepEqual(want, wv) {
+		t.Fatalf("%.200q: WorkflowValue %v, want %v (%v)", body, wv, want, err)
+	}
+	return true
+}
