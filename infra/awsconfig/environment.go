@@ -6,13 +6,17 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
 )
 
 // FromEnvironment builds the AWS configuration from the variables Lambda
@@ -20,15 +24,17 @@ import (
 // reads them:
 //
 //   - AWS_REGION, else AWS_DEFAULT_REGION;
-//   - AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN;
+//   - AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, or
+//     else the container credentials endpoint (AWS_CONTAINER_CREDENTIALS_*,
+//     AWS_CONTAINER_AUTHORIZATION_TOKEN*);
 //   - AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> (AWS_ENDPOINT_URL_SECRETS_MANAGER,
 //     AWS_ENDPOINT_URL_BEDROCK_RUNTIME), unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true;
 //   - AWS_USE_FIPS_ENDPOINT and AWS_USE_DUALSTACK_ENDPOINT;
 //   - AWS_MAX_ATTEMPTS and AWS_RETRY_MODE;
 //   - AWS_CA_BUNDLE.
 //
-// Credentials from anywhere else (profiles, SSO, web identity, container
-// or instance roles) need the default chain: a variable that asks for one
+// Credentials from anywhere else (profiles, SSO, web identity, instance
+// roles) need the default chain: a variable that asks for one
 // without access keys in the environment is an error naming it.
 func FromEnvironment(lookup func(string) (string, bool)) (aws.Config, error) {
 	get := func(name string) string { v, _ := lookup(name); return v }
@@ -46,13 +52,19 @@ func FromEnvironment(lookup func(string) (string, bool)) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("AWS_ACCESS_KEY_ID is set without AWS_SECRET_ACCESS_KEY")
 	case secret != "":
 		return aws.Config{}, fmt.Errorf("AWS_SECRET_ACCESS_KEY is set without AWS_ACCESS_KEY_ID")
+	case get("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "" || get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != "":
+		provider, err := containerCredentials(get)
+		if err != nil {
+			return aws.Config{}, err
+		}
+		cfg.Credentials = provider
 	default:
 		for _, name := range otherCredentials {
 			if get(name) != "" {
-				return aws.Config{}, fmt.Errorf("%s is set, but this build reads AWS credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only, as Lambda sets them: build with AWSCONFIG=full for the SDK's default chain (docs/deploy.md)", name)
+				return aws.Config{}, fmt.Errorf("%s is set, but this build reads AWS credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a container credentials endpoint only, as Lambda provides them: build with AWSCONFIG=full for the SDK's default chain (docs/deploy.md)", name)
 			}
 		}
-		return aws.Config{}, fmt.Errorf("no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them; this build reads no profile or role: build with AWSCONFIG=full for the SDK's default chain, docs/deploy.md)")
+		return aws.Config{}, fmt.Errorf("no AWS credentials: neither AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY nor AWS_CONTAINER_CREDENTIALS_FULL_URI is set (Lambda sets them; this build reads no profile or instance role: build with AWSCONFIG=full for the SDK's default chain, docs/deploy.md)")
 	}
 
 	if !env.ignoreEndpoints() {
@@ -90,10 +102,59 @@ func FromEnvironment(lookup func(string) (string, bool)) (aws.Config, error) {
 }
 
 // otherCredentials are the variables that point the default chain at
-// credentials other than access keys.
-var otherCredentials = []string{
-	"AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
-	"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+// credentials this build does not read.
+var otherCredentials = []string{"AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"}
+
+// containerCredentials is the SDK's container credentials provider
+// (endpointcreds), set up as the default chain sets it up: the endpoint is
+// AWS_CONTAINER_CREDENTIALS_FULL_URI, else the ECS agent's address with
+// AWS_CONTAINER_CREDENTIALS_RELATIVE_URI; a plain-HTTP full URI must name
+// a loopback or the ECS or EKS agent's address; the request carries
+// AWS_CONTAINER_AUTHORIZATION_TOKEN, or the token the file
+// AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE holds when it is read; the
+// credentials are cached and renewed five minutes before they expire.
+func containerCredentials(get func(string) string) (aws.CredentialsProvider, error) {
+	endpoint := get("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+	if endpoint == "" {
+		endpoint = "http://169.254.170.2" + get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+	} else {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Hostname() == "" || u.Scheme != "http" && u.Scheme != "https" {
+			return nil, fmt.Errorf("AWS_CONTAINER_CREDENTIALS_FULL_URI: want an http or https URL")
+		}
+		if u.Scheme == "http" && !containerHost(u.Hostname()) {
+			return nil, fmt.Errorf("AWS_CONTAINER_CREDENTIALS_FULL_URI: a plain-HTTP endpoint must be a loopback address or the ECS or EKS credentials agent, not %q", u.Hostname())
+		}
+	}
+	token, tokenFile := get("AWS_CONTAINER_AUTHORIZATION_TOKEN"), get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
+	provider := endpointcreds.New(endpoint, func(o *endpointcreds.Options) {
+		o.AuthorizationToken = token
+		if tokenFile != "" {
+			o.AuthorizationTokenProvider = endpointcreds.TokenProviderFunc(func() (string, error) {
+				b, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return "", fmt.Errorf("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: %w", err)
+				}
+				return string(b), nil
+			})
+		}
+	})
+	return aws.NewCredentialsCache(provider, func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = 5 * time.Minute }), nil
+}
+
+// containerHost reports whether host may serve container credentials over
+// plain HTTP: a loopback, the ECS agent (169.254.170.2) or the EKS Pod
+// Identity agent (169.254.170.23, fd00:ec2::23).
+func containerHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	return ip.IsLoopback() || ip == netip.MustParseAddr("169.254.170.2") ||
+		ip == netip.MustParseAddr("169.254.170.23") || ip == netip.MustParseAddr("fd00:ec2::23")
 }
 
 // caBundleClient is the SDK's HTTP client trusting the certificates of the

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -126,7 +128,9 @@ func TestFromEnvironmentErrors(t *testing.T) {
 		{with(map[string]string{"AWS_ACCESS_KEY_ID": ""}), "AWS_SECRET_ACCESS_KEY is set without AWS_ACCESS_KEY_ID"},
 		{with(map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "dev"}), "AWS_PROFILE is set"},
 		{with(map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "/t"}), "AWS_WEB_IDENTITY_TOKEN_FILE is set"},
-		{with(map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://127.0.0.1/c"}), "AWS_CONTAINER_CREDENTIALS_FULL_URI is set"},
+		{with(map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://creds.example.com/c"}), "AWS_CONTAINER_CREDENTIALS_FULL_URI: a plain-HTTP endpoint"},
+		{with(map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://10.0.0.1/c"}), "AWS_CONTAINER_CREDENTIALS_FULL_URI: a plain-HTTP endpoint"},
+		{with(map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "file:///etc/passwd"}), "AWS_CONTAINER_CREDENTIALS_FULL_URI: want an http or https URL"},
 		{with(map[string]string{"AWS_MAX_ATTEMPTS": "0"}), "AWS_MAX_ATTEMPTS"},
 		{with(map[string]string{"AWS_MAX_ATTEMPTS": "many"}), "AWS_MAX_ATTEMPTS"},
 		{with(map[string]string{"AWS_RETRY_MODE": "sometimes"}), "AWS_RETRY_MODE"},
@@ -190,4 +194,55 @@ func writeFile(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestFromEnvironmentContainerCredentials: without access keys, the
+// container credentials endpoint is asked, with its authorization token
+// (given or read from a file on each request), and its answer is cached.
+func TestFromEnvironmentContainerCredentials(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		tokens []string
+	)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tokens = append(tokens, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"AccessKeyId":"AKIDCONTAINER","SecretAccessKey":"container-secret","Token":"container-session","Expiration":"`+
+			time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}`)
+	}))
+	defer agent.Close()
+	tokenFile := writeFile(t, "token-from-file")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"full URI, token", map[string]string{"AWS_CONTAINER_CREDENTIALS_FULL_URI": agent.URL + "/creds", "AWS_CONTAINER_AUTHORIZATION_TOKEN": "tok"}, "/creds tok"},
+		{"token file wins", map[string]string{"AWS_CONTAINER_CREDENTIALS_FULL_URI": agent.URL + "/creds", "AWS_CONTAINER_AUTHORIZATION_TOKEN": "tok", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": tokenFile}, "/creds token-from-file"},
+		{"localhost", map[string]string{"AWS_CONTAINER_CREDENTIALS_FULL_URI": strings.Replace(agent.URL, "127.0.0.1", "localhost", 1) + "/v2"}, "/v2 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			tokens = nil
+			mu.Unlock()
+			tc.env["AWS_ACCESS_KEY_ID"], tc.env["AWS_SECRET_ACCESS_KEY"] = "", ""
+			cfg, err := FromEnvironment(lookupIn(with(tc.env)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				creds, err := cfg.Credentials.Retrieve(context.Background())
+				if err != nil || creds.AccessKeyID != "AKIDCONTAINER" || creds.SessionToken != "container-session" {
+					t.Fatalf("credentials %q, %v", creds.AccessKeyID, err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tokens) != 1 || tokens[0] != tc.want {
+				t.Errorf("agent asked %q, want once with %q", tokens, tc.want)
+			}
+		})
+	}
 }
