@@ -120,14 +120,10 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 	// A whole string that is one expression, the usual form, needs neither
 	// the pieces nor the text between them.
 	if len(s) > 5 && strings.HasPrefix(s, "${{") && !strings.Contains(s[3:], "${{") && strings.Index(s, "}}") == len(s)-2 {
-		src := strings.TrimSpace(s[3 : len(s)-2])
-		e, err := compileExpr(src, sc)
-		if err != nil {
-			errs.addExpr(path.String(), err)
+		e := compilePiece(path, s[3:len(s)-2], sc, errs, t)
+		if e == nil {
 			return literal{s}
 		}
-		checkInput(path, e, sc, errs)
-		t.note(e)
 		return typed{e}
 	}
 	var lits []string
@@ -151,14 +147,10 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 			return literal{s}
 		}
 		cur.WriteString(s[:i])
-		src := strings.TrimSpace(s[i+3 : i+3+end])
-		e, err := compileExpr(src, sc)
-		if err != nil {
-			errs.addExpr(path.String(), err)
+		e := compilePiece(path, s[i+3:i+3+end], sc, errs, t)
+		if e == nil {
 			return literal{s}
 		}
-		checkInput(path, e, sc, errs)
-		t.note(e)
 		lits = append(lits, cur.String())
 		cur.Reset()
 		exprs = append(exprs, e)
@@ -172,6 +164,20 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 		return typed{exprs[0]}
 	}
 	return mixed{lits: lits, exprs: exprs}
+}
+
+// compilePiece compiles the source between one ${{ and its }}, checks its
+// input references and notes it in t. It reports a failure in errs and
+// returns nil.
+func compilePiece(path *valuePath, src string, sc *exprScope, errs *detailList, t *Template) *expression {
+	e, err := compileExpr(strings.TrimSpace(src), sc)
+	if err != nil {
+		errs.addExpr(path.String(), err)
+		return nil
+	}
+	checkInput(path, e, sc, errs)
+	t.note(e)
+	return e
 }
 
 // checkInput checks e's input.<name> references against the input
