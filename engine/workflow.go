@@ -186,30 +186,40 @@ func floatNumbers(v any) string {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			if n, ok := e.(json.Number); ok {
-				f, err := strconv.ParseFloat(string(n), 64)
-				if err != nil {
-					return string(n)
-				}
-				v[k] = f
-			} else if bad := floatNumbers(e); bad != "" {
+			f, num, bad := floatElem(e)
+			if bad != "" {
 				return bad
+			}
+			if num {
+				v[k] = f
 			}
 		}
 	case []any:
 		for i, e := range v {
-			if n, ok := e.(json.Number); ok {
-				f, err := strconv.ParseFloat(string(n), 64)
-				if err != nil {
-					return string(n)
-				}
-				v[i] = f
-			} else if bad := floatNumbers(e); bad != "" {
+			f, num, bad := floatElem(e)
+			if bad != "" {
 				return bad
+			}
+			if num {
+				v[i] = f
 			}
 		}
 	}
 	return ""
+}
+
+// floatElem is floatNumbers for one element of a container. When the
+// element is a number (num), the container is to hold f in its place.
+func floatElem(e any) (f float64, num bool, bad string) {
+	n, ok := e.(json.Number)
+	if !ok {
+		return 0, false, floatNumbers(e)
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return 0, false, string(n)
+	}
+	return f, true, ""
 }
 
 // nodeDocs decodes nodes as written. A member of the wrong type is left
