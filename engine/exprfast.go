@@ -27,8 +27,10 @@ type fastForm struct {
 	isLit bool
 	root  string   // a name in the environment
 	path  []string // fields read by name, in order
-	// op, when set, is a binary operator applied to l and r.
+	// op, when set, is a binary operator applied to l and r, by apply
+	// (its fastOps function, looked up once when the form is made).
 	op      string
+	apply   func(a, b any) any
 	l, r    *fastForm
 	pathBuf [3]string
 }
@@ -77,7 +79,8 @@ func (f *fastForm) fill(n ast.Node) bool {
 		*f = fastForm{lit: v.Value, isLit: true}
 		return true
 	case *ast.BinaryNode:
-		if fastOps[v.Operator] == nil {
+		apply := fastOps[v.Operator]
+		if apply == nil {
 			return false
 		}
 		operands := new([2]fastForm)
@@ -87,7 +90,7 @@ func (f *fastForm) fill(n ast.Node) bool {
 		if !l.fill(v.Left) || !r.fill(v.Right) || l.isLit && r.isLit {
 			return false
 		}
-		*f = fastForm{op: v.Operator, l: l, r: r}
+		*f = fastForm{op: v.Operator, apply: apply, l: l, r: r}
 		return true
 	}
 	// The path is filled from its end: the tree holds the last field
@@ -166,7 +169,7 @@ func (ev *evaluator) fast(f *fastForm) (any, bool) {
 		if !ok || !isFastNumber(b) {
 			return nil, false
 		}
-		return fastOps[f.op](a, b), true
+		return f.apply(a, b), true
 	}
 	path := f.path
 	var v any

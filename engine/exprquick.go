@@ -78,7 +78,7 @@ func compileQuick(src string) *compiled {
 	if q.pos != len(src) || l.isLit && r.isLit || op == "+" && !l.isLit && !r.isLit {
 		return nil
 	}
-	out.f = fastForm{op: op, l: l, r: r}
+	out.f = fastForm{op: op, apply: fastOps[op], l: l, r: r}
 	out.rc.init()
 	out.rc.addRef(l)
 	out.rc.addRef(r)
