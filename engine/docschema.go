@@ -139,6 +139,24 @@ func (c *docChecker) object(v any) (map[string]any, bool) {
 	return m, ok
 }
 
+// array reports v when it is not an array.
+func (c *docChecker) array(v any) ([]any, bool) {
+	a, ok := v.([]any)
+	if !ok {
+		c.typeErr(v, "array")
+	}
+	return a, ok
+}
+
+// items checks each item of a, located at its index.
+func (c *docChecker) items(a []any, check func(*docChecker, any)) {
+	for i, v := range a {
+		c.pushIdx(i)
+		check(c, v)
+		c.pop()
+	}
+}
+
 func (c *docChecker) required(m map[string]any, names ...string) {
 	var missing []string
 	for _, n := range names {
@@ -265,7 +283,7 @@ func (c *docChecker) enum(v any, values ...string) {
 		c.fail("value must be %s", schemaQuote(values[0]))
 		return
 	}
-	c.fail("value must be one of %s", joinQuotedSep(values, ", "))
+	c.fail("value must be one of %s", schemaJoinQuoted(values))
 }
 
 func (c *docChecker) document(v any) {
@@ -293,19 +311,14 @@ func (c *docChecker) document(v any) {
 
 // nodes checks an array of nodes; nonEmpty is the map node's minItems 1.
 func (c *docChecker) nodes(v any, nonEmpty bool) {
-	a, ok := v.([]any)
+	a, ok := c.array(v)
 	if !ok {
-		c.typeErr(v, "array")
 		return
 	}
 	if nonEmpty && len(a) == 0 {
 		c.fail("minItems: got %d, want %d", 0, 1)
 	}
-	for i, n := range a {
-		c.pushIdx(i)
-		c.node(n)
-		c.pop()
-	}
+	c.items(a, (*docChecker).node)
 }
 
 func (c *docChecker) id(v any) {
@@ -412,19 +425,14 @@ func (c *docChecker) nodeMember(k string, val any) bool {
 }
 
 func (c *docChecker) needs(v any) {
-	a, ok := v.([]any)
+	a, ok := c.array(v)
 	if !ok {
-		c.typeErr(v, "array")
 		return
 	}
 	if j, i := firstDuplicate(a); i >= 0 {
 		c.fail("items at %d and %d are equal", j, i)
 	}
-	for i, id := range a {
-		c.pushIdx(i)
-		c.id(id)
-		c.pop()
-	}
+	c.items(a, (*docChecker).id)
 }
 
 func (c *docChecker) retry(v any) {
@@ -518,11 +526,7 @@ func (c *docChecker) withMap(v any) {
 	c.members(v, []string{"items", "nodes"}, func(c *docChecker, k string, val any) bool {
 		switch k {
 		case "items":
-			c.anyOf(val, func(c *docChecker, v any) {
-				if _, ok := v.([]any); !ok {
-					c.typeErr(v, "array")
-				}
-			}, (*docChecker).template)
+			c.anyOf(val, func(c *docChecker, v any) { c.array(v) }, (*docChecker).template)
 		case "concurrency":
 			c.anyOf(val, func(c *docChecker, v any) { c.integer(v, decOne, nil) }, (*docChecker).template)
 		case "nodes":
@@ -568,26 +572,23 @@ func (c *docChecker) modelMember(k string, val any) bool {
 }
 
 func (c *docChecker) messageList(v any) {
-	a, ok := v.([]any)
-	if !ok {
-		c.typeErr(v, "array")
-		return
+	if a, ok := c.array(v); ok {
+		c.items(a, (*docChecker).message)
 	}
-	for i, msg := range a {
-		c.pushIdx(i)
-		c.members(msg, []string{"role", "content"}, func(c *docChecker, k string, val any) bool {
-			switch k {
-			case "role":
-				c.enum(val, "user", "assistant")
-			case "content":
-				c.str(val)
-			default:
-				return false
-			}
-			return true
-		})
-		c.pop()
-	}
+}
+
+func (c *docChecker) message(v any) {
+	c.members(v, []string{"role", "content"}, func(c *docChecker, k string, val any) bool {
+		switch k {
+		case "role":
+			c.enum(val, "user", "assistant")
+		case "content":
+			c.str(val)
+		default:
+			return false
+		}
+		return true
+	})
 }
 
 func (c *docChecker) withModel(v any) {
@@ -615,15 +616,8 @@ func (c *docChecker) withAgent(v any) {
 }
 
 func (c *docChecker) nameList(v any) {
-	a, ok := v.([]any)
-	if !ok {
-		c.typeErr(v, "array")
-		return
-	}
-	for i, s := range a {
-		c.pushIdx(i)
-		c.strMin1(s)
-		c.pop()
+	if a, ok := c.array(v); ok {
+		c.items(a, (*docChecker).strMin1)
 	}
 }
 
@@ -761,13 +755,12 @@ func schemaQuote(s string) string {
 	return "'" + s[1:len(s)-1] + "'"
 }
 
-func schemaJoinQuoted(names []string) string { return joinQuotedSep(names, ", ") }
-
-func joinQuotedSep(names []string, sep string) string {
+// schemaJoinQuoted quotes names as schemaQuote does, joined by ", ".
+func schemaJoinQuoted(names []string) string {
 	var b strings.Builder
 	for i, s := range names {
 		if i > 0 {
-			b.WriteString(sep)
+			b.WriteString(", ")
 		}
 		b.WriteString(schemaQuote(s))
 	}
