@@ -165,8 +165,13 @@ type refCollector struct {
 
 func newRefCollector() *refCollector {
 	c := &refCollector{}
-	c.roots, c.nodeRefs, c.nodeFields = c.rootsBuf[:0], c.refsBuf[:0], c.fieldsBuf[:0]
+	c.init()
 	return c
+}
+
+// init points c's lists at its own buffers.
+func (c *refCollector) init() {
+	c.roots, c.nodeRefs, c.nodeFields = c.rootsBuf[:0], c.refsBuf[:0], c.fieldsBuf[:0]
 }
 
 // nodeField is a nodes.<id>.<field> (or nodes.<id>.error.<field>, sub)

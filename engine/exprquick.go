@@ -2,7 +2,9 @@ package engine
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Parsing was the largest cost left per node once fast forms ran without
@@ -102,17 +104,13 @@ func (f *fastForm) fixPath() {
 	}
 }
 
-func (c *refCollector) init() {
-	c.roots, c.nodeRefs, c.nodeFields = c.rootsBuf[:0], c.refsBuf[:0], c.fieldsBuf[:0]
-}
-
 // addRef records the names f reads as the tree walk (Visit) would: the
 // root, then each member from the innermost out.
 func (c *refCollector) addRef(f *fastForm) {
 	if f.isLit {
 		return
 	}
-	if !containsString(c.roots, f.root) {
+	if !slices.Contains(c.roots, f.root) {
 		c.roots = append(c.roots, f.root)
 	}
 	if f.root == "nodes" {
@@ -138,15 +136,6 @@ func (c *refCollector) addRef(f *fastForm) {
 	}
 }
 
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // quickParser reads the quick shapes; any byte it does not expect ends
 // the reading with no result.
 type quickParser struct {
@@ -169,24 +158,15 @@ func (q *quickParser) space() {
 				q.pos++
 			}
 		case c == '/' && q.pos+1 < len(q.src) && q.src[q.pos+1] == '*':
-			end := indexFrom(q.src, "*/", q.pos+2)
+			end := strings.Index(q.src[q.pos+2:], "*/")
 			if end < 0 {
 				return
 			}
-			q.pos = end + 2
+			q.pos += 2 + end + 2
 		default:
 			return
 		}
 	}
-}
-
-func indexFrom(s, sub string, from int) int {
-	for i := from; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 // operand reads a reference or a number into f.
