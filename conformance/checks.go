@@ -201,7 +201,7 @@ func refusedInvalid(st *stream, what string) (Status, string) {
 	if bytes.Contains(st.body, []byte(`"accepted"`)) {
 		return failf("%s: the 400 carries an accepted event", what)
 	}
-	code, err := errorCode(&reply{status: st.status, header: st.header, body: st.body})
+	code, err := errorCode(&st.reply)
 	if err != nil {
 		return failf("%s: %v", what, err)
 	}
@@ -417,12 +417,10 @@ func checkFailure(st *stream) (Status, string) {
 // so the model call is denied before it is made; the endpoint does not
 // resolve anyway.
 func checkGeneralFallback(ctx context.Context, s *session) (Status, string) {
-	caps, err := s.capabilities(ctx)
+	runtime, types, err := s.advertised(ctx)
 	if err != nil {
 		return failf("%v", err)
 	}
-	types, _ := s.nodeTypes(ctx)
-	runtime, _ := caps["runtime"].(map[string]any)
 	models, _ := runtime["models"].(map[string]any)
 	providers, _ := models["providers"].([]any)
 	if !types["model"] || len(providers) == 0 {
@@ -447,29 +445,18 @@ func checkGeneralFallback(ctx context.Context, s *session) (Status, string) {
 		"runtime":     map[string]any{"models": []any{model}},
 		"permissions": []string{},
 	})
-	st, err := s.execute(ctx, string(body))
-	if err != nil {
-		return failf("POST /v1/executions: %v", err)
-	}
-	if st.status != http.StatusOK {
-		return failf("a role missing from runtime.models, with general present, answered %d: %s", st.status, clip(st.body))
-	}
-	if v, reason := checkOneTerminal(st); v != Pass {
-		return v, reason
-	}
-	return Pass, ""
+	_, v, reason := runToEnd(ctx, s, string(body), "a role missing from runtime.models, with general present,")
+	return v, reason
 }
 
 // checkConsent asks for a tool whose policy needs consent. The toolset's
 // URL does not resolve: a runner that called it instead of suspending
 // fails the check without reaching anything.
 func checkConsent(ctx context.Context, s *session) (Status, string) {
-	caps, err := s.capabilities(ctx)
+	runtime, types, err := s.advertised(ctx)
 	if err != nil {
 		return failf("%v", err)
 	}
-	types, _ := s.nodeTypes(ctx)
-	runtime, _ := caps["runtime"].(map[string]any)
 	if runtime["consent"] != "suspend" {
 		return skipf("the runner does not advertise runtime.consent \"suspend\"")
 	}
@@ -479,14 +466,8 @@ func checkConsent(ctx context.Context, s *session) (Status, string) {
 	const body = `{"version":1,"workflow":{"nodes":[{"id":"page","type":"tool","with":{"toolset":"conformance","tool":"page"}}]},
 "runtime":{"toolsets":[{"name":"conformance","url":"https://conformance.invalid/mcp","transport":"streamable-http"}]},
 "toolPolicies":[{"match":"conformance/*","decision":"consent"}],"consentAvailable":true}`
-	st, err := s.execute(ctx, body)
-	if err != nil {
-		return failf("POST /v1/executions: %v", err)
-	}
-	if st.status != http.StatusOK {
-		return failf("the consent request answered %d: %s", st.status, clip(st.body))
-	}
-	if v, reason := checkOneTerminal(st); v != Pass {
+	st, v, reason := runToEnd(ctx, s, body, "the consent request")
+	if v != Pass {
 		return v, reason
 	}
 	var decided, suspended bool
@@ -519,4 +500,20 @@ func checkConsent(ctx context.Context, s *session) (Status, string) {
 		return failf("no node.suspended event for node page")
 	}
 	return Pass, ""
+}
+
+// runToEnd executes body, which must be accepted and end with exactly one
+// terminal event; what names the request in reasons.
+func runToEnd(ctx context.Context, s *session, body, what string) (*stream, Status, string) {
+	st, err := s.execute(ctx, body)
+	if err != nil {
+		v, reason := failf("POST /v1/executions: %v", err)
+		return nil, v, reason
+	}
+	if st.status != http.StatusOK {
+		v, reason := failf("%s answered %d: %s", what, st.status, clip(st.body))
+		return nil, v, reason
+	}
+	v, reason := checkOneTerminal(st)
+	return st, v, reason
 }

@@ -65,6 +65,21 @@ const wrongToken = "conformance-check-not-a-valid-token"
 
 // send makes one request and reads the whole answer.
 func (s *session) send(ctx context.Context, method, path, auth string, body io.Reader, header ...string) (*reply, error) {
+	resp, err := s.do(ctx, method, path, auth, body, header...)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading the %d answer: %w", resp.StatusCode, s.scrub(err))
+	}
+	return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// do makes one request with the credentials auth names; the caller reads
+// and closes the answer.
+func (s *session) do(ctx context.Context, method, path, auth string, body io.Reader, header ...string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, s.base+path, body)
 	if err != nil {
 		return nil, err
@@ -85,12 +100,7 @@ func (s *session) send(ctx context.Context, method, path, auth string, body io.R
 	if err != nil {
 		return nil, s.scrub(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading the %d answer: %w", resp.StatusCode, s.scrub(err))
-	}
-	return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return resp, nil
 }
 
 // scrub keeps the token out of error text (a URL with credentials, say).
@@ -136,11 +146,19 @@ func (s *session) nodeTypes(ctx context.Context) (map[string]bool, error) {
 	return set, nil
 }
 
+// advertised returns the capabilities' runtime object and node types.
+func (s *session) advertised(ctx context.Context) (map[string]any, map[string]bool, error) {
+	types, err := s.nodeTypes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	runtime, _ := s.caps["runtime"].(map[string]any)
+	return runtime, types, nil
+}
+
 // stream is an accepted execution's answer, read to its end.
 type stream struct {
-	status int
-	header http.Header
-	body   []byte           // when not 200
+	reply                   // its body only when not 200
 	lines  [][]byte         // each line without its newline
 	events []map[string]any // nil where a line is not a JSON object
 	// tail is what followed the last newline (a line without one).
@@ -152,18 +170,12 @@ type stream struct {
 // execute posts body and reads the stream until EOF or the check's
 // deadline.
 func (s *session) execute(ctx context.Context, body string) (*stream, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/v1/executions", strings.NewReader(body))
+	resp, err := s.do(ctx, http.MethodPost, "/v1/executions", authGood, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return nil, s.scrub(err)
-	}
 	defer resp.Body.Close()
-	st := &stream{status: resp.StatusCode, header: resp.Header}
+	st := &stream{reply: reply{status: resp.StatusCode, header: resp.Header}}
 	if resp.StatusCode != http.StatusOK {
 		st.body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return st, nil
