@@ -116,23 +116,18 @@ func BufferedResponse(ctx context.Context) context.Context {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	log := h.logger().With("requestId", requestID(r))
+	sw := &statusWriter{ResponseWriter: w}
+	w = sw
 	if h.OnResponse != nil {
-		sw := &statusWriter{ResponseWriter: w}
-		w = sw
 		defer func() {
 			if sw.status >= 400 {
 				h.OnResponse(r.Context(), sw.status)
 			}
 		}()
 	}
-	defer func() {
-		// No panic escapes a request: before acceptance it is a 500, after
-		// it the engine has already ended the stream (it recovers its own).
-		if p := recover(); p != nil {
-			log.Error("panic serving request", "panic", fmt.Sprint(p))
-			writeError(w, protocol.CodeInternal, "internal error")
-		}
-	}()
+	// No panic escapes a request: before acceptance it is a 500, after it
+	// the engine has already ended the stream (it recovers its own).
+	defer answerPanic(r.Context(), sw, log)
 	if err := h.authenticate(r); err != nil {
 		refuseBody(w, r)
 		if errors.Is(err, tokens.ErrUnavailable) {
@@ -327,7 +322,35 @@ func problemPaths(ds []protocol.Detail) []string {
 	return paths
 }
 
-// statusWriter notes the response status for OnResponse.
+// Recovered returns h with no panic escaping a request: the panic is
+// logged and, when no response has started, answered with a 500 INTERNAL
+// error body; a response already started just ends. Handler recovers its
+// own panics; this guards whatever wraps it (the Lambda adapters run a
+// streamed response's handler on a goroutine of their own, where a panic
+// would end the process).
+func Recovered(h http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer answerPanic(r.Context(), sw, logger)
+		h.ServeHTTP(sw, r)
+	})
+}
+
+// answerPanic, deferred, recovers a panic: it logs it and answers with a
+// 500 INTERNAL error where no response has started.
+func answerPanic(ctx context.Context, w *statusWriter, log *slog.Logger) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	log.ErrorContext(ctx, "panic serving request", "panic", fmt.Sprint(p))
+	if w.status == 0 {
+		writeError(w, protocol.CodeInternal, "internal error")
+	}
+}
+
+// statusWriter notes the response status (0 until the response starts),
+// for OnResponse and for answerPanic.
 type statusWriter struct {
 	http.ResponseWriter
 	status int

@@ -20,7 +20,6 @@ import (
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/telemetry"
-	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // serveLambda serves h under the Lambda runtime. One Lambda handler takes
@@ -204,16 +203,17 @@ func singleValued(h map[string][]string) map[string]string {
 // invocationHandler prepares every request for h: the Lambda request id
 // replaces any client-sent X-Amzn-Request-Id (the handler logs it as
 // requestId), the id is recorded as the invocation in flight for records
-// logged without a context, and a panic becomes a 500. The handler already
-// recovers its own; this guard matters because the streaming adapter runs
-// the handler on a goroutine of its own, where a panic would end the
-// process and every invocation in it.
+// logged without a context, and a panic becomes a 500 (functions.Recovered).
+// The handler already recovers its own; this guard matters because the
+// streaming adapter runs the handler on a goroutine of its own, where a
+// panic would end the process and every invocation in it.
 //
 // flush (the spans' export) runs after h, still inside the invocation:
 // Lambda freezes the process once the response is complete, and a frozen
 // process exports nothing. A streamed response ends when this handler
 // returns, so its end waits for the export, at most tracingFlushTimeout.
 func invocationHandler(h http.Handler, logger *slog.Logger, flush func(context.Context) error) http.Handler {
+	h = functions.Recovered(h, logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var id string
 		if lc, ok := lambdacontext.FromContext(r.Context()); ok {
@@ -224,18 +224,7 @@ func invocationHandler(h http.Handler, logger *slog.Logger, flush func(context.C
 		if flush != nil {
 			defer flushSpans(r.Context(), flush, logger)
 		}
-		gw := &guardedWriter{ResponseWriter: w}
-		defer func() {
-			if p := recover(); p != nil {
-				logger.ErrorContext(r.Context(), "panic serving Lambda request", "panic", fmt.Sprint(p))
-				if !gw.wrote {
-					gw.Header().Set("Content-Type", protocol.ContentTypeJSON)
-					gw.WriteHeader(protocol.HTTPStatus(protocol.CodeInternal))
-					_ = json.NewEncoder(gw).Encode(protocol.NewErrorResponse(protocol.CodeInternal, "internal error"))
-				}
-			}
-		}()
-		h.ServeHTTP(gw, r)
+		h.ServeHTTP(w, r)
 	})
 }
 
@@ -257,26 +246,6 @@ func flushSpans(ctx context.Context, flush func(context.Context) error, logger *
 		logger.WarnContext(ctx, "trace export", "err", err)
 	}
 }
-
-// guardedWriter notes whether the response has started, so a recovered
-// panic writes a status only where none went out.
-type guardedWriter struct {
-	http.ResponseWriter
-	wrote bool
-}
-
-func (w *guardedWriter) WriteHeader(code int) {
-	w.wrote = true
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *guardedWriter) Write(p []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController reach the adapter's writer (flush).
-func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // reportInitError posts a startup failure to the Lambda runtime API's
 // init/error endpoint (the documented way for a custom runtime to fail its
