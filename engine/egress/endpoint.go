@@ -141,11 +141,11 @@ func endpointRefused(u *url.URL, err error) error {
 	return blocked("endpoint %s blocked by the egress guard: %v", redactedURL(u), err)
 }
 
-// redactedURL names an endpoint by scheme, host and path only: its query
-// and user information may hold keys.
+// redactedURL names an endpoint as describe does (its query and user
+// information may hold keys), or "(invalid)" for a URL that did not parse.
 func redactedURL(u *url.URL) string {
 	if u == nil {
 		return "(invalid)"
 	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	return describe(u)
 }
