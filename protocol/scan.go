@@ -28,7 +28,6 @@ type frame struct {
 	few  [4]string
 	nfew int
 	keys map[string]struct{}
-	n    int      // members seen (objects)
 	loc  *locNode // Locate's trie node of this container, nil off every path
 }
 
@@ -137,11 +136,7 @@ func walkValid(data []byte, value func(st []frame, start int, container bool) (*
 				key = unquoted
 			}
 			i = end
-			f.key, f.index = key, 1
-			f.n++
-			if f.seen(key) {
-				dup(st, key)
-			}
+			readKey(st, key, dup)
 			continue
 		}
 		advance(st)
@@ -158,13 +153,21 @@ func walkValid(data []byte, value func(st []frame, start int, container bool) (*
 		if c == '"' {
 			i = skipString(data, i)
 		} else {
-			for i < len(data) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(data[i])) {
-				i++
-			}
+			i = skipLiteral(data, i)
 		}
 		if len(st) == 0 {
 			return nil
 		}
+	}
+}
+
+// readKey records that the member key of the innermost frame's object is
+// read and its value comes next; dup is told if key was seen before.
+func readKey(st []frame, key string, dup func(st []frame, key string)) {
+	f := &st[len(st)-1]
+	f.key, f.index = key, 1
+	if f.seen(key) {
+		dup(st, key)
 	}
 }
 
@@ -232,13 +235,7 @@ func walkTokens(data []byte, value func(st []frame, start int, container bool) (
 		}
 		if s, ok := tok.(string); ok && len(st) > 0 && st[len(st)-1].obj && st[len(st)-1].index != 1 {
 			// Inside an object, Token alternates keys and values.
-			f := &st[len(st)-1]
-			f.key = s
-			f.index = 1 // a key was read, its value comes next
-			f.n++
-			if f.seen(s) {
-				dup(st, s)
-			}
+			readKey(st, s, dup)
 			continue
 		}
 		d, isDelim := tok.(json.Delim)
@@ -281,6 +278,18 @@ func advance(st []frame) {
 		return
 	}
 	f.index++
+}
+
+// skipLiteral returns the offset just past the number, true, false or null
+// starting at i.
+func skipLiteral(data []byte, i int) int {
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
 }
 
 func skipSpace(data []byte, i int) int {
