@@ -44,8 +44,7 @@ type Writer struct {
 	enc      *json.Encoder // writes to tmp
 	sent     int64         // bytes taken into the stream, terminal reserve excluded
 	limited  bool          // the stream limit was reached: events dropped since
-	onLimit  func()
-	pending  []byte // a coalescing Writer's lines not yet handed to w
+	pending  []byte        // a coalescing Writer's lines not yet handed to w
 	spare    []byte
 	cond     sync.Cond // signalled when lines are pending, when room frees, at close
 	started  bool      // the flusher goroutine runs
@@ -133,7 +132,7 @@ func newWriter(w io.Writer, executionID string, flush func() error, o StreamOpti
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = DefaultMaxBuffered
 	}
-	wr := &Writer{w: w, flush: flush, id: executionID, now: time.Now, opts: o, onLimit: o.OnLimit}
+	wr := &Writer{w: w, flush: flush, id: executionID, now: time.Now, opts: o}
 	wr.cond.L = &wr.mu
 	return wr
 }
@@ -155,8 +154,8 @@ func (w *Writer) Emit(e Event) error {
 	w.mu.Lock()
 	err, hitLimit := w.emit(e)
 	w.mu.Unlock()
-	if hitLimit && w.onLimit != nil {
-		w.onLimit()
+	if hitLimit && w.opts.OnLimit != nil {
+		w.opts.OnLimit()
 	}
 	return err
 }
