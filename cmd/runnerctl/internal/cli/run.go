@@ -180,12 +180,13 @@ func passthrough(env *Env, s *client.Stream) error {
 // follow draws the progress board while events arrive, then the outcome.
 func follow(ctx context.Context, env *Env, s *client.Stream, body []byte, width, height int) error {
 	board := &progress.Board{}
-	wf := client.Workflow(body)
-	var doc struct {
-		Nodes []struct{ ID, Type string } `json:"nodes"`
+	var req struct {
+		Workflow struct {
+			Nodes []struct{ ID, Type string } `json:"nodes"`
+		} `json:"workflow"`
 	}
-	if json.Unmarshal(wf, &doc) == nil {
-		for _, n := range doc.Nodes {
+	if json.Unmarshal(body, &req) == nil {
+		for _, n := range req.Workflow.Nodes {
 			board.Expect(n.ID, n.Type)
 		}
 	}

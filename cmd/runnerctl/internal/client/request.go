@@ -40,13 +40,3 @@ func BuildRequest(src, input []byte) ([]byte, error) {
 	}
 	return json.Marshal(req)
 }
-
-// Workflow returns the workflow document of a request body built by
-// BuildRequest, for display.
-func Workflow(body []byte) json.RawMessage {
-	var req struct {
-		Workflow json.RawMessage `json:"workflow"`
-	}
-	_ = json.Unmarshal(body, &req)
-	return req.Workflow
-}
