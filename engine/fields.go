@@ -69,12 +69,12 @@ func (f *Fields) Int(name string, lo, hi int) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	want := fmt.Sprintf("a whole number from %d to %d", lo, hi)
-	if hi == math.MaxInt {
-		want = fmt.Sprintf("a whole number of at least %d", lo)
-	}
 	n, isInt := asInt(v)
 	if !isInt || n < lo || n > hi {
+		want := fmt.Sprintf("a whole number from %d to %d", lo, hi)
+		if hi == math.MaxInt {
+			want = fmt.Sprintf("a whole number of at least %d", lo)
+		}
 		_, isNum := asFloat(v)
 		f.fail(name, want, v, !isNum)
 		return 0, false

@@ -82,8 +82,9 @@ func (s *scheduler) stopping() bool {
 }
 
 // admit passes the ready nodes through their gate: a skipped or failed
-// node ends at once (as finished records any node's end), a composite starts (it takes no slot: its inner nodes
-// do), any other node waits for a slot.
+// node ends at once (as finished records any node's end), a composite
+// starts (it takes no slot: its inner nodes do), any other node waits for
+// a slot.
 func (s *scheduler) admit() {
 	g := s.gr.g
 	for len(s.ready) > 0 && !s.stopping() {
