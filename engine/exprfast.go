@@ -212,20 +212,6 @@ func (ev *evaluator) fast(f *fastForm) (any, bool) {
 	return nil, false
 }
 
-// node returns the state of an ended node in scope.
-func (s *scope) node(id string) (nodeState, bool) {
-	for c := s; c != nil; c = c.parent {
-		if c.gr == nil {
-			continue
-		}
-		if i, ok := c.gr.g.index[id]; ok {
-			st := c.gr.states[i]
-			return st, st.status != ""
-		}
-	}
-	return nodeState{}, false
-}
-
 // viewCache builds the expression views of a graph's node states on first
 // use: most nodes are read only through fast forms, which need none.
 type viewCache struct {

@@ -27,18 +27,36 @@ type scope struct {
 // state returns the expression view of a node's state: {status, output,
 // error}. Only nodes that have ended have one.
 func (s *scope) state(id string) (map[string]any, bool) {
+	gr, i := s.lookup(id)
+	if gr == nil || gr.states[i].status == "" {
+		return nil, false
+	}
+	return gr.views.get(gr, i), true
+}
+
+// node returns the state of an ended node in scope.
+func (s *scope) node(id string) (nodeState, bool) {
+	gr, i := s.lookup(id)
+	if gr == nil {
+		return nodeState{}, false
+	}
+	st := gr.states[i]
+	return st, st.status != ""
+}
+
+// lookup finds the graph run that holds node id, inner graphs shadowing
+// outer ones, and the node's index in it; nil when no graph in scope has
+// the node.
+func (s *scope) lookup(id string) (*graphRun, int) {
 	for c := s; c != nil; c = c.parent {
 		if c.gr == nil {
 			continue
 		}
 		if i, ok := c.gr.g.index[id]; ok {
-			if c.gr.states[i].status == "" {
-				return nil, false
-			}
-			return c.gr.views.get(c.gr, i), true
+			return c.gr, i
 		}
 	}
-	return nil, false
+	return nil, 0
 }
 
 // evaluator evaluates the expressions of one template against a scope,
