@@ -16,9 +16,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/runnerd/lambda-runner/protocol/redact"
-
 	"github.com/runnerd/lambda-runner/protocol"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
 // Provider names, as they appear in a model entry.

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnerd/lambda-runner/protocol/redact"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
 // Sentinels that an [*Error] may unwrap to.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -83,14 +84,7 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 	streamed, buffered := h.StreamLimits()
 	l := eng.Limits.WithDefaults()
 	types := eng.NodeTypes()
-	has := func(t string) bool {
-		for _, n := range types {
-			if n == t {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(t string) bool { return slices.Contains(types, t) }
 	// What model and agent nodes can really use: the providers compiled
 	// into this build (build tags, docs/deploy.md), and the roles of the
 	// deployment's validated table.
