@@ -167,13 +167,7 @@ func newScrubber(m protocol.Model) scrubber {
 }
 
 // scrub returns msg without any secret, trimmed and bounded.
-func (s scrubber) scrub(msg string) string {
-	msg = strings.TrimSpace(s.r.String(msg))
-	if len(msg) > maxMessageLen {
-		msg = strings.ToValidUTF8(msg[:maxMessageLen], "") + "…"
-	}
-	return msg
-}
+func (s scrubber) scrub(msg string) string { return s.r.Message(msg, maxMessageLen) }
 
 // newError builds the *Error of a failed call.
 func (s scrubber) newError(provider string, status int, msg string) *Error {

@@ -98,13 +98,7 @@ func newScrubber(headers map[string]string, rawURL string) scrubber {
 }
 
 // scrub returns msg without any secret, trimmed and bounded.
-func (s scrubber) scrub(msg string) string {
-	msg = strings.TrimSpace(s.r.String(msg))
-	if len(msg) > maxMessageLen {
-		msg = strings.ToValidUTF8(msg[:maxMessageLen], "") + "…"
-	}
-	return msg
-}
+func (s scrubber) scrub(msg string) string { return s.r.Message(msg, maxMessageLen) }
 
 // fail turns err, from an operation on tool (empty for listing) run under
 // opCtx, a child of the caller's ctx bounded by timeout, into an *Error.

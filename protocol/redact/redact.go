@@ -88,6 +88,17 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return []byte(r.r.Replace(string(b)))
 }
 
+// Message returns s as an error message from elsewhere (a server's reply,
+// an SDK's error) may be shown: redacted, trimmed of space, and cut to its
+// first n bytes, kept valid UTF-8, with "…" marking the cut.
+func (r *Redactor) Message(s string, n int) string {
+	s = strings.TrimSpace(r.String(s))
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
+}
+
 // Empty reports whether r replaces nothing.
 func (r *Redactor) Empty() bool { return r == nil || r.r == nil }
 

@@ -101,3 +101,23 @@ func FuzzRedactor(f *testing.F) {
 		}
 	})
 }
+
+func TestRedactorMessage(t *testing.T) {
+	r := New("s3cret")
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"  key s3cret refused\n", 100, "key " + Marker + " refused"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdefg", 6, "abcdef…"},
+		{"ab\xffcdéf", 6, "abcd…"},       // invalid bytes dropped, a cut é too
+		{"s3cret and more", 5, "[REDA…"}, // redacted before it is cut
+	}
+	for _, tt := range tests {
+		if got := r.Message(tt.in, tt.n); got != tt.want {
+			t.Errorf("Message(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
