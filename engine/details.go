@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+
 	"github.com/runnerd/lambda-runner/protocol"
 )
 

@@ -26,8 +26,8 @@ type Problem struct {
 func (e *Engine) Validate(src []byte) []Problem {
 	body, bare := src, isBareDocument(src)
 	if bare {
-		body = make([]byte, 0, len(src)+32)
-		body = append(body, `{"version":1,"workflow":`...)
+		body = make([]byte, 0, len(bareWrap)+len(src)+1)
+		body = append(body, bareWrap...)
 		body = append(body, src...)
 		body = append(body, '}')
 	}
@@ -36,7 +36,7 @@ func (e *Engine) Validate(src []byte) []Problem {
 	if syn != nil {
 		off := syn.Offset
 		if bare {
-			off = min(max(off-len(`{"version":1,"workflow":`), 0), len(src))
+			off = min(max(off-len(bareWrap), 0), len(src))
 		}
 		line, col := protocol.LineColumn(src, off)
 		return []Problem{{Message: "malformed JSON: " + syn.Reason, Line: line, Column: col, Offset: off}}
@@ -66,6 +66,9 @@ func (e *Engine) Validate(src []byte) []Problem {
 	}
 	return problems
 }
+
+// bareWrap opens the request body Validate wraps a bare document in.
+const bareWrap = `{"version":1,"workflow":`
 
 // PrepareBody checks a request body as Validate does — structure (duplicate
 // keys, nesting), envelope, workflow, input — and prepares its execution.
