@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -29,8 +30,8 @@ func (c *Compiler) subgraph(field string, docs []nodeDoc) *graph {
 
 // templateIn compiles a with field in another expression scope than the
 // node's (a map's output, which sees the sub-graph's nodes).
-func (c *Compiler) templateIn(field string, v any, sc *exprScope) Template {
-	return compileTemplate(c.Path(field), v, sc, c.p.d)
+func (c *Compiler) templateIn(field string, v any, sc *lang.Scope) lang.Template {
+	return lang.CompileTemplate(c.Path(field), v, sc, c.p.d)
 }
 
 // Redact returns s with every secret of the execution masked, for text a

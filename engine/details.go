@@ -1,8 +1,7 @@
 package engine
 
 import (
-	"errors"
-
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -40,22 +39,18 @@ func (d *detailList) needsRuntime(path, format string, args ...any) {
 	d.add(path, format, args...)
 }
 
-// addExpr records an expression's compile error, which may be one that
-// only the runtime payload settles.
-func (d *detailList) addExpr(path string, err error) {
-	var re *runtimeRefError
-	if errors.As(err, &re) {
-		d.needsRuntime(path, "%v", err)
-		return
-	}
-	d.add(path, "%v", err)
-}
+// The expression language reports its problems to the list.
+var _ lang.Problems = (*detailList)(nil)
 
-// runtimeRefError is a compile error naming something the request's
-// runtime payload must declare.
-type runtimeRefError struct{ msg string }
+// Invalid records a problem the expression language found.
+func (d *detailList) Invalid(path, msg string) { d.add(path, "%s", msg) }
 
-func (e *runtimeRefError) Error() string { return e.msg }
+// NeedsRuntime records a problem of an expression that only the runtime
+// payload settles (see needsRuntime).
+func (d *detailList) NeedsRuntime(path, msg string) { d.needsRuntime(path, "%s", msg) }
+
+// Warn records a warning of the expression language.
+func (d *detailList) Warn(path, msg string) { d.warn(path, "%s", msg) }
 
 // warn records a problem that does not refuse the request.
 func (d *detailList) warn(path, format string, args ...any) {

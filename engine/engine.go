@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
@@ -88,8 +89,8 @@ type prep struct {
 	children    map[string]*graph
 	nodes       int
 	svc         prepServices
-	limits      Limits      // the engine's, defaults applied
-	input       *inputShape // the input schema of the document being compiled
+	limits      Limits           // the engine's, defaults applied
+	input       *lang.InputShape // the input schema of the document being compiled
 }
 
 // Prepare checks an execution request before acceptance. The error is a
@@ -176,10 +177,10 @@ func (x *Execution) discard() {
 func (p *prep) compileDocument(path string, doc *document) *graph {
 	// Expressions are checked against this document's input schema; a
 	// child workflow compiled meanwhile has its own.
-	defer func(saved *inputShape) { p.input = saved }(p.input)
+	defer func(saved *lang.InputShape) { p.input = saved }(p.input)
 	p.input = nil
 	if len(doc.Input) <= p.limits.MaxSchemaBytes {
-		p.input = newInputShape(doc.Input)
+		p.input = lang.NewInputShape(doc.Input)
 	}
 	g := p.compileGraph(path+".nodes", doc.Nodes, nil, false)
 	if g == nil {
@@ -199,8 +200,8 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 		for i, n := range g.nodes {
 			all[i] = n.id
 		}
-		sc := &exprScope{visible: g.has, ancestors: func() []string { return all }, input: p.input}
-		g.output = compileTemplate(path+".output", v, sc, p.d)
+		sc := &lang.Scope{Visible: g.has, Ancestors: func() []string { return all }, Input: p.input}
+		g.output = lang.CompileTemplate(path+".output", v, sc, p.d)
 		g.hasOutput = true
 	}
 	return g

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -68,6 +70,10 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 	if errors.As(err, &ne) && ne.Code != "" {
 		return ne
 	}
+	var le *lang.Error
+	if errors.As(err, &le) {
+		return &NodeError{Code: le.Code, Message: le.Message, Err: le.Err}
+	}
 	switch {
 	case execCtx.Err() != nil && errors.Is(context.Cause(execCtx), errDeadline):
 		return &NodeError{Code: protocol.CodeDeadlineExceeded, Message: "execution deadline exceeded", Err: err}
@@ -87,3 +93,20 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 // errDeadline is the cause attached to the execution context when its
 // deadline (the invocation's, less the reserve) passes.
 var errDeadline = errors.New("deadline exceeded")
+
+// whenNotBoolean is the failure of a `when` that gave v, not a boolean.
+// A null is most often a misspelt name, which reads as null.
+func whenNotBoolean(src string, v any) *NodeError {
+	hint := " (compare it, e.g. with == or !=)"
+	if v == nil {
+		hint = ": is every name in it spelled right?"
+	}
+	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, jsonKind(v), hint)
+}
+
+// firstLine is the first line of a library's message, the part that says
+// what is wrong.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

@@ -172,7 +172,7 @@ func TestTemplateValuesAreJSON(t *testing.T) {
 	wantOutput(t, res, `{"k":[1,2.5,"x",null,true]}`)
 }
 
-// Compiled programs are cached by source text (compilecache.go); what
+// Compiled programs are cached by source text (engine/lang/cache.go); what
 // depends on where an expression sits must still be checked every time.
 func TestCachedProgramsAreCheckedInPlace(t *testing.T) {
 	e := newTestEngine(nil)
@@ -191,56 +191,5 @@ func TestCachedProgramsKeepTheirOptions(t *testing.T) {
 	s, _ = runBody(t, e, reqBody(`{"nodes":[{"id":"v","type":"set","when":"input.cached_v"}]}`, `{"cached_v":"x"}`))
 	if f := s.nodeFailed("v"); f == nil || f.Error.Code != protocol.CodeExpressionError {
 		t.Errorf("a when of a string: node.failed %+v, want %s", f, protocol.CodeExpressionError)
-	}
-}
-
-func TestCompileCacheIsBounded(t *testing.T) {
-	c := compileCache[int]{max: 2, maxKey: 3}
-	compiles := 0
-	get := func(key string) {
-		t.Helper()
-		if _, err := c.get(key, func() (int, error) { compiles++; return len(key), nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, k := range []string{"a", "b", "a", "c", "a", "long", "long"} {
-		get(k)
-		if len(c.m) > c.max {
-			t.Fatalf("after %q the cache holds %d entries, over %d", k, len(c.m), c.max)
-		}
-	}
-	// a, b, then c replaces b (a was used since); long is never kept.
-	if compiles != 5 {
-		t.Errorf("%d compilations, want 5", compiles)
-	}
-	_, err := c.get("bad", func() (int, error) { return 0, fmt.Errorf("nope") })
-	if _, kept := c.m["bad"]; err == nil || kept {
-		t.Errorf("a failed compilation was kept (%t) or lost its error (%v)", kept, err)
-	}
-}
-
-// A working set larger than the cache, used round and round, still hits
-// most of the time: emptying the cache when full, or a strict LRU, would
-// never hit.
-func TestCompileCacheDegradesGracefully(t *testing.T) {
-	c := compileCache[int]{max: 1000, maxKey: 100}
-	keys := make([]string, 1500)
-	for i := range keys {
-		keys[i] = fmt.Sprint("k", i)
-	}
-	compiles := 0
-	for round := range 6 {
-		before := compiles
-		for _, k := range keys {
-			if _, err := c.get(k, func() (int, error) { compiles++; return 0, nil }); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if len(c.m) > c.max {
-			t.Fatalf("the cache holds %d entries, over %d", len(c.m), c.max)
-		}
-		if hits := len(keys) - (compiles - before); round > 1 && hits < len(keys)/4 {
-			t.Errorf("round %d: %d hits of %d, want at least a quarter", round, hits, len(keys))
-		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/engine/permission"
@@ -112,7 +113,7 @@ type gateKind struct {
 
 type gateStep struct {
 	k   gateKind
-	url Template
+	url lang.Template
 }
 
 func (k gateKind) Prepare(c *Compiler) Step {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/runnerd/lambda-runner/engine/lang"
 )
 
 // graph is a compiled DAG of nodes: a workflow, a map's sub-graph, or a
@@ -17,7 +19,7 @@ type graph struct {
 	id          string
 	nodes       []*node
 	index       map[string]int
-	output      Template
+	output      lang.Template
 	hasOutput   bool
 	sinks       []int
 	inputSchema *jsonschema.Schema
@@ -32,8 +34,8 @@ type node struct {
 	path      string
 	needs     []int
 	dependent []int
-	when      *expression
-	with      Template
+	when      *lang.Expression
+	with      lang.Template
 	step      Step
 	inner     composite // the step, when it runs nodes of its own
 	retry     RetryPolicy
@@ -66,7 +68,7 @@ var statelessOnly = map[string]string{
 
 // compileGraph checks and compiles nodes found at path. outer is the scope of
 // the enclosing node for a map's sub-graph (nil at top level).
-func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item bool) *graph {
+func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item bool) *graph {
 	g := &graph{index: make(map[string]int, len(docs))}
 	for i, nd := range docs {
 		if j, dup := g.index[nd.ID]; dup {
@@ -121,23 +123,23 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *exprScope, item 
 	return g
 }
 
-func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *exprScope, item bool) {
+func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *lang.Scope, item bool) {
 	n := g.nodes[i]
 	// The scope and the compiler are allocated together: the compiler
 	// holds the scope for as long as either lives.
 	np := &struct {
-		sc exprScope
+		sc lang.Scope
 		c  Compiler
 	}{}
-	np.sc = exprScope{
-		input:     p.input,
-		visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.visible(id) },
-		ancestors: func() []string { return g.ancestorIDs(i, outer) },
-		item:      item,
+	np.sc = lang.Scope{
+		Input:     p.input,
+		Visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.Visible(id) },
+		Ancestors: func() []string { return g.ancestorIDs(i, outer) },
+		Item:      item,
 	}
 	sc := &np.sc
 	if nd.When != "" {
-		n.when = compileWhen(n.path+".when", nd.When, sc, p.d)
+		n.when = lang.CompileWhen(n.path+".when", nd.When, sc, p.d)
 	}
 	if reason, ok := statelessOnly[nd.Type]; ok {
 		p.d.add(n.path+".type", "node %q: type %q needs %s, which this stateless runner does not have", nd.ID, nd.Type, reason)
@@ -155,8 +157,8 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *exprScope, item 
 		n.inner = cs
 	}
 	n.inline = n.inlineable()
-	if n.dynamic || n.when != nil && n.when.all {
-		n.ancestors = sc.ancestors
+	if n.dynamic || n.when != nil && n.when.Dynamic() {
+		n.ancestors = sc.Ancestors
 	}
 }
 
@@ -237,7 +239,7 @@ func (b bitset) or(o bitset) {
 }
 
 // ancestorIDs lists every id node i may reference, outer ones included.
-func (g *graph) ancestorIDs(i int, outer *exprScope) []string {
+func (g *graph) ancestorIDs(i int, outer *lang.Scope) []string {
 	var ids []string
 	r := g.reachable()[i]
 	for k, n := range g.nodes {
@@ -246,7 +248,7 @@ func (g *graph) ancestorIDs(i int, outer *exprScope) []string {
 		}
 	}
 	if outer != nil {
-		for _, id := range outer.ancestors() {
+		for _, id := range outer.Ancestors() {
 			if !g.has(id) {
 				ids = append(ids, id)
 			}

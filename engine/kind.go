@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -45,7 +46,7 @@ type Compiler struct {
 	g   *graph
 	n   *node
 	doc *nodeDoc
-	sc  *exprScope
+	sc  *lang.Scope
 }
 
 // NodeID returns the node's id.
@@ -90,7 +91,7 @@ func (c *Compiler) RuntimeErrorf(field, format string, args ...any) {
 // With compiles the node's with, less the given fields, as the value the
 // scheduler evaluates into Call.With before each attempt.
 func (c *Compiler) With(except ...string) {
-	// compileTemplate does not keep or change what it reads: with nothing
+	// lang.CompileTemplateAt does not keep or change what it reads: with nothing
 	// left out, the document's own map serves.
 	m := c.doc.With
 	if len(except) > 0 {
@@ -101,34 +102,33 @@ func (c *Compiler) With(except ...string) {
 			}
 		}
 	}
-	c.n.with = compileTemplateAt(&valuePath{root: c.n.path, suffix: ".with"}, m, c.sc, c.p.d)
-	c.n.dynamic = c.n.dynamic || c.n.with.all
+	c.n.with = lang.CompileTemplateAt(c.n.path, ".with", m, c.sc, c.p.d)
+	c.n.dynamic = c.n.dynamic || c.n.with.Dynamic()
 }
 
 // Template compiles one with field for the Step to evaluate itself with
 // Call.Eval (for fields evaluated in another scope or later).
-func (c *Compiler) Template(field string) Template {
+func (c *Compiler) Template(field string) lang.Template {
 	v, ok := c.doc.With[field]
 	if !ok {
-		return Template{}
+		return lang.Template{}
 	}
-	t := compileTemplate(c.Path(field), v, c.sc, c.p.d)
-	c.n.dynamic = c.n.dynamic || t.all
+	t := lang.CompileTemplate(c.Path(field), v, c.sc, c.p.d)
+	c.n.dynamic = c.n.dynamic || t.Dynamic()
 	return t
 }
 
 // SecretTemplate is Template for the fields of an http node that may use
 // secrets.NAME.
-func (c *Compiler) SecretTemplate(field string) Template {
+func (c *Compiler) SecretTemplate(field string) lang.Template {
 	v, ok := c.doc.With[field]
 	if !ok {
-		return Template{}
+		return lang.Template{}
 	}
 	sc := *c.sc
-	sc.secrets = c.p.secretNames
-	t := compileTemplate(c.Path(field), v, &sc, c.p.d)
-	t.secrets = true
-	c.n.dynamic = c.n.dynamic || t.all
+	sc.Secrets = c.p.secretNames
+	t := lang.CompileTemplate(c.Path(field), v, &sc, c.p.d)
+	c.n.dynamic = c.n.dynamic || t.Dynamic()
 	return t
 }
 
@@ -159,21 +159,21 @@ type Call struct {
 	n   *node
 	sc  *scope
 	ctx context.Context // the attempt's, bounding Eval
-	ev  evaluator       // evaluated with; allocated with the call
+	ev  lang.Evaluator  // evaluated with; allocated with the call
 }
 
 // Eval evaluates a template compiled by Compiler.Template in the node's
 // scope.
-func (c *Call) Eval(t Template) (any, error) {
+func (c *Call) Eval(t lang.Template) (any, error) {
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ev := newEvaluator(ctx, c.sc, t, c.n.ancestors)
-	if t.secrets {
-		ev.secrets = c.r.x.secretValues
+	if t.UsesSecrets() {
+		ev.SetSecrets(c.r.x.secretValues)
 	}
-	return t.eval(ev)
+	return ev.Eval(t)
 }
 
 // WithMap returns Call.With as an object (empty when with was absent).

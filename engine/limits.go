@@ -16,6 +16,10 @@ const (
 	// DefaultMaxExprMemory bounds what one evaluation allocates (see
 	// DefaultMaxExprSteps for its steps).
 	DefaultMaxExprMemory = 16 << 20
+	// DefaultMaxExprSteps is the step budget of one evaluation: about a
+	// second of work under the cost model (docs/security.md, "Expression
+	// cost").
+	DefaultMaxExprSteps  = 10_000_000
 	DefaultMaxEventBytes = 64 << 10
 	// DefaultMaxOutputBytes caps one node's output, or the memory budget
 	// when that is smaller.

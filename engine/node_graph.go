@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -15,7 +16,7 @@ type mapKind struct{}
 
 type mapStep struct {
 	sub       *graph
-	output    Template
+	output    lang.Template
 	hasOutput bool
 }
 
@@ -42,17 +43,17 @@ func (mapKind) Prepare(c *Compiler) Step {
 	s := &mapStep{sub: sub}
 	if v, ok := c.Raw("output"); ok {
 		outer := c.sc
-		sc := &exprScope{
-			visible: func(id string) bool { return sub.has(id) || outer.visible(id) },
-			ancestors: func() []string {
-				ids := outer.ancestors()
+		sc := &lang.Scope{
+			Visible: func(id string) bool { return sub.has(id) || outer.Visible(id) },
+			Ancestors: func() []string {
+				ids := outer.Ancestors()
 				for _, n := range sub.nodes {
 					ids = append(ids, n.id)
 				}
 				return ids
 			},
-			item:  true,
-			input: outer.input,
+			Item:  true,
+			Input: outer.Input,
 		}
 		s.output = c.templateIn("output", v, sc)
 		s.hasOutput = true
@@ -180,7 +181,7 @@ func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (a
 		}
 		return all
 	}
-	return s.output.eval(newEvaluator(ctx, sc, s.output, visible))
+	return newEvaluator(ctx, sc, s.output, visible).Eval(s.output)
 }
 
 // workflowKind runs a child workflow from runtime.workflows.

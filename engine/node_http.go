@@ -13,6 +13,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
 	"golang.org/x/net/http/httpguts"
@@ -38,7 +39,7 @@ import (
 type httpKind struct{}
 
 type httpStep struct {
-	url, query, headers, body Template
+	url, query, headers, body lang.Template
 	// secretRefs are the secrets the templates name; allSecrets is set
 	// when they use secrets in a way that names none (secrets[k]).
 	secretRefs []string
@@ -53,13 +54,14 @@ func (httpKind) Prepare(c *Compiler) Step {
 		headers: c.SecretTemplate("headers"),
 		body:    c.SecretTemplate("body"),
 	}
-	for _, t := range []Template{s.url, s.query, s.headers, s.body} {
-		for _, name := range t.secretRefs {
+	for _, t := range []lang.Template{s.url, s.query, s.headers, s.body} {
+		names, all := t.Secrets()
+		for _, name := range names {
 			if !slices.Contains(s.secretRefs, name) {
 				s.secretRefs = append(s.secretRefs, name)
 			}
 		}
-		s.allSecrets = s.allSecrets || t.allSecrets
+		s.allSecrets = s.allSecrets || all
 	}
 	if raw, ok := c.Literal("url"); ok {
 		prepareLiteralURL(c, raw)

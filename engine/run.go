@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/protocol"
@@ -225,8 +226,8 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 			wctx, cancel = context.WithTimeout(ctx, n.timeout)
 		}
 		defer cancel()
-		ev := newEvaluator(wctx, gr.sc, Template{refs: n.when.refs, all: n.when.all}, n.ancestors)
-		v, err := ev.run(n.when)
+		ev := newEvaluator(wctx, gr.sc, n.when.Template(), n.ancestors)
+		v, err := ev.Run(n.when)
 		if err != nil {
 			ne := classify(err, wctx, ctx)
 			gr.emitFailed(n, 1, 0, ne, false)
@@ -234,7 +235,7 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 		}
 		b, ok := v.(bool)
 		if !ok {
-			ne := whenNotBoolean(n.when.src, v)
+			ne := whenNotBoolean(n.when.Src(), v)
 			gr.emitFailed(n, 1, 0, ne, false)
 			return nodeState{status: protocol.NodeStatusFailed, err: ne}, true
 		}
@@ -339,8 +340,8 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	defer cancel()
 	// The call carries the evaluator of its with: one allocation for both.
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, r: r, gr: gr, n: n, sc: gr.sc}
-	call.ev.init(actx, gr.sc, n.with, n.ancestors)
-	with, err := n.with.eval(&call.ev)
+	call.ev.Init(actx, gr.sc, n.with, gr.sc.exprBudget(), n.ancestors)
+	with, err := call.ev.Eval(n.with)
 	if err != nil {
 		ne := classify(err, actx, ctx)
 		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
@@ -434,7 +435,7 @@ func (r *run) suspend(id, typ string, s *suspended) {
 // memory budget, and charges it to the budget.
 func (r *run) account(out any) *NodeError {
 	l := r.x.limits
-	size := sizeOf(out)
+	size := lang.SizeOf(out)
 	if l.MaxOutputBytes > 0 && size > l.MaxOutputBytes {
 		return Errorf(protocol.CodeOutputTooLarge, "output of about %d bytes exceeds the per-node cap of %d bytes", size, l.MaxOutputBytes)
 	}
@@ -457,7 +458,7 @@ func (gr *graphRun) output(ctx context.Context) (any, error) {
 			}
 			return ids
 		}
-		return g.output.eval(newEvaluator(ctx, gr.sc, g.output, all))
+		return newEvaluator(ctx, gr.sc, g.output, all).Eval(g.output)
 	}
 	out := make(map[string]any, len(g.sinks))
 	for _, i := range g.sinks {

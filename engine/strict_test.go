@@ -99,6 +99,7 @@ func TestWhenIsBooleanOrAnError(t *testing.T) {
 }
 
 func TestDidYouMean(t *testing.T) {
+	stateFields := []string{"status", "output", "error"}
 	tests := []struct {
 		name  string
 		cands []string

@@ -60,7 +60,7 @@ func BenchmarkAccepted(b *testing.B) {
 	}
 	// hello-cold makes every expression and the input schema new text on
 	// each request, as for a workflow the runner has not seen before:
-	// Prepare's compile caches (engine/compilecache.go) miss.
+	// Prepare's compile caches (engine/lang/cache.go, engine/schemacache.go) miss.
 	cold := func(i int) []byte {
 		b := bytes.ReplaceAll(hello, []byte(" }}"), fmt.Appendf(nil, " /* %d */ }}", i))
 		return bytes.Replace(b, []byte(`"input": {"type"`), fmt.Appendf(nil, `"input": {"$comment": "%d", "type"`, i), 1)

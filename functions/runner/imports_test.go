@@ -10,7 +10,8 @@ import (
 
 // TestImportDirection keeps the packages layered as docs/architecture.md
 // draws them: protocol at the bottom on the standard library alone (its
-// subpackages, such as protocol/redact, likewise), the adapters (engine/models, engine/toolsets, engine/egress,
+// subpackages, such as protocol/redact, likewise), the expression language
+// (engine/lang) and the adapters (engine/models, engine/toolsets, engine/egress,
 // engine/permission, infra/*) below the engine, and nothing but this
 // command above functions. Dependencies are transitive, so a detour
 // through another package is caught too.
@@ -23,7 +24,7 @@ func TestImportDirection(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const mod = "github.com/runnerd/lambda-runner/"
-	adapters := []string{"engine/models", "engine/toolsets", "engine/egress", "engine/permission", "infra/"}
+	adapters := []string{"engine/lang", "engine/models", "engine/toolsets", "engine/egress", "engine/permission", "infra/"}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -45,7 +46,7 @@ func TestImportDirection(t *testing.T) {
 		case slices.ContainsFunc(adapters, func(a string) bool {
 			return pkg == a || strings.HasPrefix(pkg, a+"/") || strings.HasSuffix(a, "/") && strings.HasPrefix(pkg, a)
 		}):
-			forbid("adapters sit below the engine", func(d string) bool {
+			forbid("the language and the adapters sit below the engine", func(d string) bool {
 				return d == mod+"engine" || d == mod+"functions" || strings.HasPrefix(d, mod+"functions/")
 			})
 		case path.Dir(pkg) == "engine" || pkg == "engine":

@@ -1,4 +1,10 @@
-package engine
+// Package lang is the expression language of workflows: `${{ }}` templates
+// and `when` conditions, compiled once before acceptance (names checked
+// against where each expression sits) and evaluated under a per-evaluation
+// budget of work and memory that also watches the evaluation's context.
+// The engine calls it through a small surface: Scope and the Compile
+// functions at preparation, Env and Evaluator at run time.
+package lang
 
 import (
 	"fmt"
@@ -9,27 +15,27 @@ import (
 	"github.com/expr-lang/expr/ast"
 )
 
-// exprScope says what the expressions at one place of a document may refer
+// Scope says what the expressions at one place of a document may refer
 // to. It is how references are checked before acceptance.
-type exprScope struct {
-	// visible reports whether nodes.<id> may be referenced: an upstream node
+type Scope struct {
+	// Visible reports whether nodes.<id> may be referenced: an upstream node
 	// whose state is final before the referring node runs.
-	visible func(id string) bool
-	// ancestors lists the visible ids, for expressions that index nodes
+	Visible func(id string) bool
+	// Ancestors lists the visible ids, for expressions that index nodes
 	// dynamically.
-	ancestors func() []string
-	// input, when not nil, is what the workflow's input schema declares:
+	Ancestors func() []string
+	// Input, when not nil, is what the workflow's input schema declares:
 	// input.<name> references are checked against it.
-	input *inputShape
-	// item is true inside a map sub-graph (item and index are in scope).
-	item bool
-	// secrets, when not nil, are the secret names usable here (HTTP node
+	Input *InputShape
+	// Item is true inside a map sub-graph (item and index are in scope).
+	Item bool
+	// Secrets, when not nil, are the secret names usable here (HTTP node
 	// request fields only).
-	secrets map[string]bool
+	Secrets map[string]bool
 }
 
-// expression is one compiled `${{ }}` or `when`.
-type expression struct {
+// Expression is one compiled `${{ }}` or `when`.
+type Expression struct {
 	src  string
 	cp   *compiled
 	refs []string // nodes.<id> referenced by name
@@ -48,12 +54,24 @@ type expression struct {
 	budgeted bool
 }
 
+// Src returns the expression's text.
+func (e *Expression) Src() string { return e.src }
+
 // InputRefs returns the input.<name> properties the expression reads by
 // name, in order of first use.
-func (e *expression) InputRefs() []string { return e.inputRefs }
+func (e *Expression) InputRefs() []string { return e.inputRefs }
+
+// Dynamic reports whether the expression indexes nodes dynamically, and
+// so needs every visible node in scope.
+func (e *Expression) Dynamic() bool { return e.all }
+
+// Template returns the template that is e alone, for evaluating a `when`.
+func (e *Expression) Template() Template {
+	return Template{root: typed{e}, refs: e.refs, all: e.all}
+}
 
 // readsSecrets reports whether the expression sees any secret value.
-func (e *expression) readsSecrets() bool { return e.allSecrets || len(e.secretRefs) > 0 }
+func (e *Expression) readsSecrets() bool { return e.allSecrets || len(e.secretRefs) > 0 }
 
 // Fields of a node's state in expressions (see stateView).
 var (
@@ -63,7 +81,7 @@ var (
 
 // compileExpr compiles src once and checks its names against sc. The error
 // is for people and names what is wrong; the caller adds the path.
-func compileExpr(src string, sc *exprScope) (*expression, error) {
+func compileExpr(src string, sc *Scope) (*Expression, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("empty expression")
 	}
@@ -72,27 +90,27 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 		return nil, fmt.Errorf("expression %q: %s", src, firstLine(err.Error()))
 	}
 	c := cp.refs
-	e := &expression{src: src, cp: cp, typ: cp.typ, budgeted: cp.budgeted}
+	e := &Expression{src: src, cp: cp, typ: cp.typ, budgeted: cp.budgeted}
 	for _, name := range c.roots {
 		switch {
 		case name == "input", name == "execution", slices.Contains(c.lets, name):
 		case name == "nodes":
 		case name == "item", name == "index":
-			if !sc.item {
+			if !sc.Item {
 				return nil, fmt.Errorf("expression %q: %s is only in scope inside a map node's nodes", src, name)
 			}
 		case name == "secrets":
-			if sc.secrets == nil {
+			if sc.Secrets == nil {
 				return nil, fmt.Errorf("expression %q: secrets are only available in an http node's url, query, headers and body", src)
 			}
 		default:
 			names := scopeNames(sc)
-			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: %s)%s", src, name, strings.Join(names, ", "), didYouMean(name, names))
+			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: %s)%s", src, name, strings.Join(names, ", "), DidYouMean(name, names))
 		}
 	}
 	for _, id := range c.nodeRefs {
-		if !sc.visible(id) {
-			hint := didYouMean(id, sc.ancestors())
+		if !sc.Visible(id) {
+			hint := DidYouMean(id, sc.Ancestors())
 			if hint == "" {
 				hint = " (add it to needs, directly or through another need)"
 			}
@@ -110,7 +128,7 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 			if f.sub {
 				what = "a node's error has code and message"
 			}
-			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path(), what, didYouMean(f.field, fields))
+			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path(), what, DidYouMean(f.field, fields))
 		}
 	}
 	e.all = c.nodesUses > len(c.nodeRefs)
@@ -121,9 +139,9 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 	}
 	e.allSecrets = c.secretUses > len(c.secretRefs)
 	e.inputRefs = distinct(c.inputRefs)
-	if sc.secrets != nil {
+	if sc.Secrets != nil {
 		for _, name := range c.secretRefs {
-			if !sc.secrets[name] {
+			if !sc.Secrets[name] {
 				return nil, &runtimeRefError{fmt.Sprintf("expression %q: secret %q is not in runtime.http.secrets", src, name)}
 			}
 		}
@@ -131,12 +149,12 @@ func compileExpr(src string, sc *exprScope) (*expression, error) {
 	return e, nil
 }
 
-func scopeNames(sc *exprScope) []string {
+func scopeNames(sc *Scope) []string {
 	names := []string{"input", "nodes", "execution"}
-	if sc.item {
+	if sc.Item {
 		names = append(names, "item", "index")
 	}
-	if sc.secrets != nil {
+	if sc.Secrets != nil {
 		names = append(names, "secrets")
 	}
 	return names

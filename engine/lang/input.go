@@ -1,21 +1,22 @@
-package engine
+package lang
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 )
 
-// inputShape is what a workflow's input schema says about input.<name>:
+// InputShape is what a workflow's input schema says about input.<name>:
 // the properties it declares, and whether others are refused.
-type inputShape struct {
+type InputShape struct {
 	names  []string
 	closed bool // additionalProperties: false
 }
 
-// newInputShape reads the top-level properties of an input schema. It is
+// NewInputShape reads the top-level properties of an input schema. It is
 // nil when the schema says nothing about properties, and then no reference
 // is checked.
-func newInputShape(raw json.RawMessage) *inputShape {
+func NewInputShape(raw json.RawMessage) *InputShape {
 	var s struct {
 		Properties           map[string]json.RawMessage `json:"properties"`
 		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
@@ -27,7 +28,7 @@ func newInputShape(raw json.RawMessage) *inputShape {
 	if s.Properties == nil && !closed {
 		return nil
 	}
-	shape := &inputShape{closed: closed}
+	shape := &InputShape{closed: closed}
 	for name := range s.Properties {
 		shape.names = append(shape.names, name)
 	}
@@ -38,7 +39,7 @@ func newInputShape(raw json.RawMessage) *inputShape {
 // check reports each input.<name> that e reads and the schema does not
 // declare: an error when the schema is closed (the reference can only ever
 // be null), a warning otherwise.
-func (s *inputShape) check(path string, e *expression, d *detailList) {
+func (s *InputShape) check(path string, e *Expression, p Problems) {
 	if s == nil || e == nil {
 		return
 	}
@@ -46,11 +47,11 @@ func (s *inputShape) check(path string, e *expression, d *detailList) {
 		if _, ok := slices.BinarySearch(s.names, name); ok {
 			continue
 		}
-		hint := didYouMean(name, s.names)
+		hint := DidYouMean(name, s.names)
 		if s.closed {
-			d.add(path, "expression %q: input.%s is not a property of the workflow's input schema, which allows no others (additionalProperties: false)%s", e.src, name, hint)
+			p.Invalid(path, fmt.Sprintf("expression %q: input.%s is not a property of the workflow's input schema, which allows no others (additionalProperties: false)%s", e.src, name, hint))
 			continue
 		}
-		d.warn(path, "expression %q: input.%s is not declared by the workflow's input schema%s", e.src, name, hint)
+		p.Warn(path, fmt.Sprintf("expression %q: input.%s is not declared by the workflow's input schema%s", e.src, name, hint))
 	}
 }

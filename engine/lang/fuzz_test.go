@@ -1,4 +1,4 @@
-package engine
+package lang
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // LIMIT_EXCEEDED) within its budget, well before the context would stop it.
 //
 // The seed corpus, the hostile payloads among it, runs with plain go test;
-// go test -fuzz=FuzzExprEval ./engine/ explores further.
+// go test -fuzz=FuzzExprEval ./engine/lang/ explores further.
 func FuzzExprEval(f *testing.F) {
 	for _, s := range []string{
 		"input.a + 1",
@@ -41,8 +41,8 @@ func FuzzExprEval(f *testing.F) {
 		a[i] = float64(i)
 	}
 	input := map[string]any{"a": a}
-	sc := &exprScope{visible: func(string) bool { return false }, ancestors: func() []string { return nil }, item: true}
-	l := Limits{MaxExprSteps: 200_000, MaxExprMemory: 1 << 20}
+	sc := &Scope{Visible: func(string) bool { return false }, Ancestors: func() []string { return nil }, Item: true}
+	b := Budget{MaxSteps: 200_000, MaxMemory: 1 << 20}
 	f.Fuzz(func(t *testing.T, src string) {
 		e, err := compileExpr(src, sc)
 		if err != nil {
@@ -50,7 +50,7 @@ func FuzzExprEval(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ev := &evaluator{sc: &scope{input: input, hasItem: true, item: 1.0}, budget: exprBudget{ctx: ctx, maxSteps: l.MaxExprSteps, maxMem: l.MaxExprMemory}}
+		ev := NewEvaluator(ctx, &testEnv{input: input, hasItem: true, item: 1.0}, Template{}, b, nil)
 		start := time.Now()
 		_, err = ev.run(e)
 		var stopped *exprStopped

@@ -1,10 +1,9 @@
-package engine
+package lang
 
 import (
 	"encoding/json"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
@@ -156,7 +155,7 @@ func (c *compiled) program() (*vm.Program, error) {
 }
 
 // fast evaluates e's fast form, reporting false when the VM must run it.
-func (ev *evaluator) fast(f *fastForm) (any, bool) {
+func (ev *Evaluator) fast(f *fastForm) (any, bool) {
 	if f.isLit {
 		return f.lit, true
 	}
@@ -178,23 +177,23 @@ func (ev *evaluator) fast(f *fastForm) (any, bool) {
 		if len(path) < 2 {
 			return nil, false
 		}
-		st, ok := ev.sc.node(path[0])
+		status, output, ok := ev.env.Node(path[0])
 		if !ok {
 			return nil, false
 		}
 		switch path[1] {
 		case "status":
-			v = string(st.status)
+			v = status
 		case "output":
-			v = st.output
+			v = output
 		default:
 			return nil, false
 		}
 		path = path[2:]
 	case "input":
-		v = ev.sc.input
+		v = ev.env.Input()
 	case "execution":
-		v = ev.sc.exec
+		v = ev.env.Execution()
 	default:
 		return nil, false
 	}
@@ -210,24 +209,4 @@ func (ev *evaluator) fast(f *fastForm) (any, bool) {
 		return v, true
 	}
 	return nil, false
-}
-
-// viewCache builds the expression views of a graph's node states on first
-// use: most nodes are read only through fast forms, which need none.
-type viewCache struct {
-	mu    sync.Mutex
-	views []map[string]any
-}
-
-func (c *viewCache) get(gr *graphRun, i int) map[string]any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.views == nil {
-		c.views = make([]map[string]any, len(gr.states))
-	}
-	if c.views[i] == nil {
-		st := gr.states[i]
-		c.views[i] = stateView(st.status, st.output, st.err)
-	}
-	return c.views[i]
 }

@@ -1,15 +1,14 @@
-package engine
+package lang
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // Template is a JSON value whose strings may hold `${{ expr }}`. It is
@@ -22,7 +21,7 @@ type Template struct {
 	all     bool
 	secrets bool // secrets.NAME is in scope (http request fields)
 	// secretRefs and allSecrets gather the secrets the template's
-	// expressions use (see expression).
+	// expressions use (see Expression).
 	secretRefs []string
 	allSecrets bool
 }
@@ -30,17 +29,29 @@ type Template struct {
 // IsZero reports whether the template is absent.
 func (t Template) IsZero() bool { return t.root == nil }
 
+// Dynamic reports whether the template indexes nodes dynamically, and so
+// needs every visible node in scope.
+func (t Template) Dynamic() bool { return t.all }
+
+// Secrets returns the secrets the template names, and whether it also
+// reads secrets otherwise (indexed dynamically, passed whole).
+func (t Template) Secrets() (names []string, all bool) { return t.secretRefs, t.allSecrets }
+
+// UsesSecrets reports whether the template was compiled where secrets are
+// in scope: its evaluation needs Evaluator.SetSecrets.
+func (t Template) UsesSecrets() bool { return t.secrets }
+
 type tnode interface {
-	eval(ev *evaluator) (any, error)
+	eval(ev *Evaluator) (any, error)
 }
 
 type literal struct{ v any }
 
-type typed struct{ e *expression }
+type typed struct{ e *Expression }
 
 type mixed struct {
 	lits  []string // len(lits) == len(exprs)+1
-	exprs []*expression
+	exprs []*Expression
 }
 
 type object struct {
@@ -50,21 +61,37 @@ type object struct {
 
 type array struct{ elems []tnode }
 
-// compileTemplate compiles a decoded JSON value. path is the JSON path of v
-// in the request, for error details.
-func compileTemplate(path string, v any, sc *exprScope, errs *detailList) Template {
+// Problems receives what compiling finds wrong, each at the request path
+// of the value it is about.
+type Problems interface {
+	// Invalid refuses the request.
+	Invalid(path, msg string)
+	// NeedsRuntime is an error that only the request's runtime payload can
+	// settle (a secret it must declare).
+	NeedsRuntime(path, msg string)
+	// Warn does not refuse the request.
+	Warn(path, msg string)
+}
+
+// CompileTemplate compiles a decoded JSON value. path is the JSON path of v
+// in the request, for the problems reported to errs.
+func CompileTemplate(path string, v any, sc *Scope, errs Problems) Template {
 	return compileTemplateAt(&valuePath{root: path}, v, sc, errs)
 }
 
-// compileTemplateAt is compileTemplate with the path unrendered: it is
-// only rendered for a message.
-func compileTemplateAt(path *valuePath, v any, sc *exprScope, errs *detailList) Template {
-	t := Template{}
+// CompileTemplateAt is CompileTemplate at the path root+suffix, which is
+// only put together for a message.
+func CompileTemplateAt(root, suffix string, v any, sc *Scope, errs Problems) Template {
+	return compileTemplateAt(&valuePath{root: root, suffix: suffix}, v, sc, errs)
+}
+
+func compileTemplateAt(path *valuePath, v any, sc *Scope, errs Problems) Template {
+	t := Template{secrets: sc.Secrets != nil}
 	t.root = compileNode(path, v, sc, errs, &t)
 	return t
 }
 
-func compileNode(path *valuePath, v any, sc *exprScope, errs *detailList, t *Template) tnode {
+func compileNode(path *valuePath, v any, sc *Scope, errs Problems, t *Template) tnode {
 	switch v := v.(type) {
 	case string:
 		if !strings.Contains(v, "${{") {
@@ -116,7 +143,7 @@ func compileNode(path *valuePath, v any, sc *exprScope, errs *detailList, t *Tem
 	return literal{v}
 }
 
-func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t *Template) tnode {
+func compileString(path *valuePath, s string, sc *Scope, errs Problems, t *Template) tnode {
 	// A whole string that is one expression, the usual form, needs neither
 	// the pieces nor the text between them.
 	if len(s) > 5 && strings.HasPrefix(s, "${{") && !strings.Contains(s[3:], "${{") && strings.Index(s, "}}") == len(s)-2 {
@@ -127,7 +154,7 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 		return typed{e}
 	}
 	var lits []string
-	var exprs []*expression
+	var exprs []*Expression
 	var cur strings.Builder
 	for {
 		i := strings.Index(s, "${{")
@@ -143,7 +170,7 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 		}
 		end := strings.Index(s[i+3:], "}}")
 		if end < 0 {
-			errs.add(path.String(), "unterminated ${{ (missing }})")
+			errs.Invalid(path.String(), "unterminated ${{ (missing }})")
 			return literal{s}
 		}
 		cur.WriteString(s[:i])
@@ -169,10 +196,10 @@ func compileString(path *valuePath, s string, sc *exprScope, errs *detailList, t
 // compilePiece compiles the source between one ${{ and its }}, checks its
 // input references and notes it in t. It reports a failure in errs and
 // returns nil.
-func compilePiece(path *valuePath, src string, sc *exprScope, errs *detailList, t *Template) *expression {
+func compilePiece(path *valuePath, src string, sc *Scope, errs Problems, t *Template) *Expression {
 	e, err := compileExpr(strings.TrimSpace(src), sc)
 	if err != nil {
-		errs.addExpr(path.String(), err)
+		reportExpr(errs, path.String(), err)
 		return nil
 	}
 	checkInput(path, e, sc, errs)
@@ -182,13 +209,30 @@ func compilePiece(path *valuePath, src string, sc *exprScope, errs *detailList, 
 
 // checkInput checks e's input.<name> references against the input
 // schema, rendering the path only when there are some.
-func checkInput(path *valuePath, e *expression, sc *exprScope, errs *detailList) {
-	if sc.input != nil && len(e.inputRefs) > 0 {
-		sc.input.check(path.String(), e, errs)
+func checkInput(path *valuePath, e *Expression, sc *Scope, errs Problems) {
+	if sc.Input != nil && len(e.inputRefs) > 0 {
+		sc.Input.check(path.String(), e, errs)
 	}
 }
 
-func (t *Template) note(e *expression) {
+// reportExpr reports an expression's compile error, which may be one that
+// only the runtime payload settles.
+func reportExpr(errs Problems, path string, err error) {
+	var re *runtimeRefError
+	if errors.As(err, &re) {
+		errs.NeedsRuntime(path, err.Error())
+		return
+	}
+	errs.Invalid(path, err.Error())
+}
+
+// runtimeRefError is a compile error naming something the request's
+// runtime payload must declare.
+type runtimeRefError struct{ msg string }
+
+func (e *runtimeRefError) Error() string { return e.msg }
+
+func (t *Template) note(e *Expression) {
 	if t.refs == nil {
 		// e.refs are distinct and clipped: appending to them copies.
 		t.refs = e.refs
@@ -207,31 +251,22 @@ func (t *Template) note(e *expression) {
 	t.allSecrets = t.allSecrets || e.allSecrets
 }
 
-// compileWhen compiles a node's `when`, a bare boolean expression. A whole
-// `${{ … }}` around it is accepted as the bare expression.
-func compileWhen(path, src string, sc *exprScope, errs *detailList) *expression {
+// CompileWhen compiles a node's `when`, a bare boolean expression. A whole
+// `${{ … }}` around it is accepted as the bare expression. It returns nil
+// when there are problems, reported to errs.
+func CompileWhen(path, src string, sc *Scope, errs Problems) *Expression {
 	src = unwrapWhen(src)
 	e, err := compileExpr(src, sc)
 	if err != nil {
-		errs.addExpr(path, err)
+		reportExpr(errs, path, err)
 		return nil
 	}
-	sc.input.check(path, e, errs)
+	sc.Input.check(path, e, errs)
 	if e.typ != nil && e.typ.Kind() != reflect.Bool && e.typ.Kind() != reflect.Interface {
-		errs.add(path, "when %q gives %s, not a boolean (compare it, e.g. with == or !=)", src, typeWords(e.typ))
+		errs.Invalid(path, fmt.Sprintf("when %q gives %s, not a boolean (compare it, e.g. with == or !=)", src, typeWords(e.typ)))
 		return nil
 	}
 	return e
-}
-
-// whenNotBoolean is the failure of a `when` that gave v, not a boolean.
-// A null is most often a misspelt name, which reads as null.
-func whenNotBoolean(src string, v any) *NodeError {
-	hint := " (compare it, e.g. with == or !=)"
-	if v == nil {
-		hint = ": is every name in it spelled right?"
-	}
-	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, jsonKind(v), hint)
 }
 
 // unwrapWhen returns the bare expression of a `when` written as one whole
@@ -263,11 +298,11 @@ func typeWords(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-func (l literal) eval(*evaluator) (any, error) { return l.v, nil }
+func (l literal) eval(*Evaluator) (any, error) { return l.v, nil }
 
-func (x typed) eval(ev *evaluator) (any, error) { return ev.run(x.e) }
+func (x typed) eval(ev *Evaluator) (any, error) { return ev.run(x.e) }
 
-func (m mixed) eval(ev *evaluator) (any, error) {
+func (m mixed) eval(ev *Evaluator) (any, error) {
 	var b strings.Builder
 	for i, e := range m.exprs {
 		b.WriteString(m.lits[i])
@@ -277,7 +312,7 @@ func (m mixed) eval(ev *evaluator) (any, error) {
 		}
 		// The text grows by the value's size (its JSON, for non-strings):
 		// charged before it is written.
-		if err := ev.budget.charge(1, int64(len(m.lits[i]))+sizeOf(v)); err != nil {
+		if err := ev.budget.charge(1, int64(len(m.lits[i]))+SizeOf(v)); err != nil {
 			return nil, exprError(e, err)
 		}
 		if err := writeInterpolated(&b, v); err != nil {
@@ -309,7 +344,7 @@ func writeInterpolated(b *strings.Builder, v any) error {
 	return nil
 }
 
-func (o object) eval(ev *evaluator) (any, error) {
+func (o object) eval(ev *Evaluator) (any, error) {
 	out := make(map[string]any, len(o.keys))
 	for i, k := range o.keys {
 		v, err := o.vals[i].eval(ev)
@@ -321,7 +356,7 @@ func (o object) eval(ev *evaluator) (any, error) {
 	return out, nil
 }
 
-func (a array) eval(ev *evaluator) (any, error) {
+func (a array) eval(ev *Evaluator) (any, error) {
 	out := make([]any, len(a.elems))
 	for i, e := range a.elems {
 		v, err := e.eval(ev)

@@ -1,13 +1,13 @@
-package engine
+package lang
 
 import (
 	"encoding/json"
 	"reflect"
 )
 
-// sizeOf estimates the bytes a JSON-like value holds, without marshaling it:
+// SizeOf estimates the bytes a JSON-like value holds, without marshaling it:
 // the budget is checked on every node output, so it must be cheap.
-func sizeOf(v any) int64 {
+func SizeOf(v any) int64 {
 	switch v := v.(type) {
 	case nil, bool:
 		return 8
@@ -22,13 +22,13 @@ func sizeOf(v any) int64 {
 	case map[string]any:
 		n := int64(48)
 		for k, e := range v {
-			n += int64(len(k)) + 16 + sizeOf(e)
+			n += int64(len(k)) + 16 + SizeOf(e)
 		}
 		return n
 	case []any:
 		n := int64(24)
 		for _, e := range v {
-			n += 16 + sizeOf(e)
+			n += 16 + SizeOf(e)
 		}
 		return n
 	}

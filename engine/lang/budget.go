@@ -1,8 +1,9 @@
-package engine
+package lang
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -40,17 +41,20 @@ type exprBudget struct {
 	maxMem   int64
 }
 
-func newExprBudget(ctx context.Context, l Limits) *exprBudget {
-	return &exprBudget{ctx: ctx, maxSteps: l.MaxExprSteps, maxMem: l.MaxExprMemory}
+// Budget is what one evaluation may spend: the engine's maxExprSteps and
+// maxExprMemory. A zero or negative field is no bound.
+type Budget struct {
+	MaxSteps  int64
+	MaxMemory int64
 }
 
-// ExprLimitError is an evaluation that went over one of its budgets.
-type ExprLimitError struct {
+// LimitError is an evaluation that went over one of its budgets.
+type LimitError struct {
 	What  string // "steps" or "bytes"
 	Limit int64
 }
 
-func (e *ExprLimitError) Error() string {
+func (e *LimitError) Error() string {
 	if e.What == "steps" {
 		return fmt.Sprintf("evaluation ran more than maxExprSteps (%d) steps", e.Limit)
 	}
@@ -74,12 +78,12 @@ func (b *exprBudget) charge(steps, bytes int64) error {
 	before := b.steps
 	b.steps += steps
 	if b.maxSteps > 0 && b.steps > b.maxSteps {
-		return &ExprLimitError{What: "steps", Limit: b.maxSteps}
+		return &LimitError{What: "steps", Limit: b.maxSteps}
 	}
 	if bytes > 0 {
 		b.mem += bytes
 		if b.maxMem > 0 && b.mem > b.maxMem {
-			return &ExprLimitError{What: "bytes", Limit: b.maxMem}
+			return &LimitError{What: "bytes", Limit: b.maxMem}
 		}
 	}
 	if b.ctx != nil && (before/ctxCheckEvery != b.steps/ctxCheckEvery || steps > 1) {
@@ -244,7 +248,7 @@ func builtinCost(name string, args []any) (steps, bytes int64) {
 	case "fromJSON":
 		return 1 + int64(len(str(0)))/64, 4 * int64(len(str(0)))
 	case "string", "toJSON":
-		n := sizeOf(args[0])
+		n := SizeOf(args[0])
 		return 1 + n/64, 2 * n
 	}
 	// Collections: concat, flatten, reverse, sort, uniq, keys, values,
@@ -406,7 +410,19 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	return &compiled{src: src, prog: prog, refs: c, typ: typ, budgeted: p.patched}, nil
 }
 
-// DefaultMaxExprSteps is the step budget of one evaluation when none is
-// configured: about a second of predicate iterations (see
-// docs/workflows.md, "Expression limits").
-const DefaultMaxExprSteps = 10_000_000
+// asInt accepts a whole number as JSON decodes it (float64) or as expr-lang
+// computes it (int).
+func asInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
+			return 0, false
+		}
+		return int(n), true
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	}
+	return 0, false
+}

@@ -1,31 +1,27 @@
-package engine
+package lang
 
 import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // A server delegates the same workflows again and again, and compiling
 // their expressions (expr builds a fresh configuration for every Compile)
 // and their input schema (checked against the draft's meta-schema) was half
 // the time from request to accepted. What Prepare compiles from request text
-// is therefore kept, keyed by that text: compiled programs and schemas are
-// immutable and safe for concurrent use, and the checks that depend on where
-// an expression sits (names, upstream nodes) still run on every request.
+// is therefore kept, keyed by that text: compiled programs (here) and
+// schemas (the engine's, with a Cache of its own) are immutable and safe for
+// concurrent use, and the checks that depend on where an expression sits
+// (names, upstream nodes) still run on every request.
 //
-// The caches are bounded in entries and in key size. When one is full, a
+// Caches are bounded in entries and in key size. When one is full, a
 // new entry replaces the least recently used of a few entries picked at
 // random: recently used programs stay, as with an LRU, but a working set
 // larger than the cache (one big workflow delegated again and again) still
 // finds most of what it left last time, where a strict LRU evicts each
 // entry just before it is needed again and never hits.
-var (
-	programs = compileCache[*compiled]{max: 2048, maxKey: 4 << 10}
-	schemas  = compileCache[*jsonschema.Schema]{max: 64, maxKey: 64 << 10}
-)
+var programs = Cache[*compiled]{Max: 2048, MaxKey: 4 << 10}
 
 // quickMemo keeps recent quick compilations (compileQuick), one per slot
 // chosen by the text's hash: a fan-out's nodes often share a reference, a
@@ -38,7 +34,7 @@ var (
 )
 
 // compileProgram compiles an expression, budget patch included (see
-// exprbudget.go), through the program cache.
+// budget.go), through the program cache.
 func compileProgram(src string) (*compiled, error) {
 	slot := &quickMemo[maphash.String(quickSeed, src)%uint64(len(quickMemo))]
 	if c := slot.Load(); c != nil && c.src == src {
@@ -48,30 +44,18 @@ func compileProgram(src string) (*compiled, error) {
 		slot.Store(c)
 		return c, nil
 	}
-	return programs.get(src, func() (*compiled, error) { return compileBudgeted(src, true) })
-}
-
-// compileSchemaText compiles a JSON Schema written in a request through the
-// schema cache.
-func compileSchemaText(raw []byte) (*jsonschema.Schema, error) {
-	return schemas.get(string(raw), func() (*jsonschema.Schema, error) {
-		v, err := schemaValueRaw(raw)
-		if err != nil {
-			return nil, err
-		}
-		return compileSchema(v)
-	})
+	return programs.Get(src, func() (*compiled, error) { return compileBudgeted(src, true) })
 }
 
 // evictionSample is how many entries are compared to choose the one a full
 // cache drops.
 const evictionSample = 2
 
-// compileCache memoizes successful compilations by source text. The zero
-// value with max and maxKey set is ready to use.
-type compileCache[V any] struct {
-	max    int // entries kept
-	maxKey int // longer sources are compiled but not kept
+// Cache memoizes successful compilations by source text. The zero value
+// with Max and MaxKey set is ready to use; it is safe for concurrent use.
+type Cache[V any] struct {
+	Max    int // entries kept
+	MaxKey int // longer sources are compiled but not kept
 
 	mu   sync.Mutex
 	m    map[string]*cacheEntry[V]
@@ -83,7 +67,8 @@ type cacheEntry[V any] struct {
 	used uint64 // the cache's tick when last returned
 }
 
-func (c *compileCache[V]) get(key string, compile func() (V, error)) (V, error) {
+// Get returns the value compiled from key, compiling it on a miss.
+func (c *Cache[V]) Get(key string, compile func() (V, error)) (V, error) {
 	c.mu.Lock()
 	if e, ok := c.m[key]; ok {
 		c.tick++
@@ -93,7 +78,7 @@ func (c *compileCache[V]) get(key string, compile func() (V, error)) (V, error) 
 	}
 	c.mu.Unlock()
 	v, err := compile()
-	if err != nil || len(key) > c.maxKey || c.max <= 0 {
+	if err != nil || len(key) > c.MaxKey || c.Max <= 0 {
 		return v, err
 	}
 	c.mu.Lock()
@@ -101,7 +86,7 @@ func (c *compileCache[V]) get(key string, compile func() (V, error)) (V, error) 
 	if c.m == nil {
 		c.m = make(map[string]*cacheEntry[V])
 	}
-	if _, ok := c.m[key]; !ok && len(c.m) >= c.max {
+	if _, ok := c.m[key]; !ok && len(c.m) >= c.Max {
 		c.evict()
 	}
 	c.tick++
@@ -111,7 +96,7 @@ func (c *compileCache[V]) get(key string, compile func() (V, error)) (V, error) 
 
 // evict drops the least recently used of a few entries: map iteration
 // starts at a random place, so they are a sample of the whole cache.
-func (c *compileCache[V]) evict() {
+func (c *Cache[V]) evict() {
 	var victim string
 	oldest, n := uint64(0), 0
 	for k, e := range c.m {

@@ -1,4 +1,4 @@
-package engine
+package lang
 
 import (
 	"reflect"
@@ -10,18 +10,17 @@ import (
 // The fast forms must give what the VM gives, value or error, for every
 // expression they take: each case runs both ways against the same scope.
 func TestFastFormsAgreeWithTheVM(t *testing.T) {
-	gr := &graphRun{
-		g: &graph{index: map[string]int{"a": 0, "b": 1, "c": 2}},
-		states: []nodeState{
-			{status: protocol.NodeStatusCompleted, output: map[string]any{"k": "v", "n": 2.0, "list": []any{1.0}, "deep": map[string]any{"x": nil}}},
-			{status: protocol.NodeStatusFailed, err: &NodeError{Code: protocol.CodeFailed, Message: "boom"}},
-			{}, // not ended
+	env := &testEnv{
+		nodes: map[string]testNode{
+			"a": {status: string(protocol.NodeStatusCompleted), output: map[string]any{"k": "v", "n": 2.0, "list": []any{1.0}, "deep": map[string]any{"x": nil}}},
+			"b": {status: string(protocol.NodeStatusFailed), err: map[string]any{"code": string(protocol.CodeFailed), "message": "boom"}},
+			"c": {}, // not ended
 		},
+		input: map[string]any{
+			"name": "ada", "obj": map[string]any{"k": 1.0}, "arr": []any{"x"}, "typed": map[string]string{"k": "t"}, "nul": nil,
+		},
+		exec: map[string]any{"id": "exec-1"},
 	}
-	sc := &scope{gr: gr, input: map[string]any{
-		"name": "ada", "obj": map[string]any{"k": 1.0}, "arr": []any{"x"}, "typed": map[string]string{"k": "t"}, "nul": nil,
-	}, exec: map[string]any{"id": "exec-1"}}
-	gr.sc = sc
 
 	for _, tt := range []struct {
 		src  string
@@ -96,8 +95,8 @@ func TestFastFormsAgreeWithTheVM(t *testing.T) {
 				if fast && (cp.fast != nil) != tt.fast {
 					t.Fatalf("fast form %+v, want one: %t", cp.fast, tt.fast)
 				}
-				ev := &evaluator{sc: sc, refs: []string{"a", "b", "c"}}
-				got[i], err = ev.run(&expression{src: tt.src, cp: cp, typ: cp.typ})
+				ev := &Evaluator{env: env, refs: []string{"a", "b", "c"}}
+				got[i], err = ev.run(&Expression{src: tt.src, cp: cp, typ: cp.typ})
 				if err != nil {
 					errs[i] = err.Error()
 				}

@@ -1,0 +1,176 @@
+package lang
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Env is what expressions see at run time: the engine's scope.
+type Env interface {
+	// Input is the execution's (or the child workflow's) input.
+	Input() any
+	// Execution is the execution object ({id, …}).
+	Execution() map[string]any
+	// Node returns the status and output of an ended node in scope, for
+	// the direct reading of nodes.<id>.status and .output.
+	Node(id string) (status string, output any, ok bool)
+	// State returns the expression view of an ended node's state:
+	// {status, output, error}.
+	State(id string) (map[string]any, bool)
+	// Item returns a map iteration's item and index, ok outside none.
+	Item() (item any, index int, ok bool)
+}
+
+// Evaluator evaluates the expressions of one template against an Env,
+// building the VM's environment once, under one Budget. It is used by one
+// goroutine; the zero value is ready for Init.
+type Evaluator struct {
+	env Env
+	// budget bounds the evaluation and carries its context: every
+	// expression of the template shares it.
+	budget exprBudget
+	bound  bool // the budget's functions are in vars
+	// refs are the node ids to put in scope: the template's own, or every
+	// visible one when it indexes nodes dynamically.
+	refs    []string
+	secrets map[string]any
+	vars    map[string]any
+}
+
+// NewEvaluator returns an Evaluator initialized with Init.
+func NewEvaluator(ctx context.Context, env Env, t Template, b Budget, ancestors func() []string) *Evaluator {
+	ev := new(Evaluator)
+	ev.Init(ctx, env, t, b, ancestors)
+	return ev
+}
+
+// Init makes ev evaluate t against env under b, stopping when ctx ends.
+// ancestors lists the visible node ids, for a template that indexes nodes
+// dynamically.
+func (ev *Evaluator) Init(ctx context.Context, env Env, t Template, b Budget, ancestors func() []string) {
+	*ev = Evaluator{env: env, refs: t.refs, budget: exprBudget{ctx: ctx, maxSteps: b.MaxSteps, maxMem: b.MaxMemory}}
+	if t.all && ancestors != nil {
+		ev.refs = ancestors()
+	}
+}
+
+// SetSecrets puts the execution's secret values in scope, for a template
+// that UsesSecrets.
+func (ev *Evaluator) SetSecrets(values map[string]any) { ev.secrets = values }
+
+// Eval evaluates t. A failure is an *Error, or the error of an ended
+// context (which the caller classifies: timeout, deadline, cancellation).
+func (ev *Evaluator) Eval(t Template) (any, error) {
+	if t.root == nil {
+		return nil, nil
+	}
+	return t.root.eval(ev)
+}
+
+// Run evaluates one expression, as Eval does a template.
+func (ev *Evaluator) Run(e *Expression) (any, error) { return ev.run(e) }
+
+func (ev *Evaluator) environment() map[string]any {
+	if ev.vars != nil {
+		return ev.vars
+	}
+	nodes := make(map[string]any, len(ev.refs))
+	for _, id := range ev.refs {
+		if v, ok := ev.env.State(id); ok {
+			nodes[id] = v
+		}
+	}
+	vars := map[string]any{"input": ev.env.Input(), "nodes": nodes, "execution": ev.env.Execution()}
+	if item, index, ok := ev.env.Item(); ok {
+		vars["item"], vars["index"] = item, index
+	}
+	if ev.secrets != nil {
+		vars["secrets"] = ev.secrets
+	}
+	ev.vars = vars
+	return vars
+}
+
+func (ev *Evaluator) run(e *Expression) (any, error) {
+	if f := e.cp.fast; f != nil {
+		if v, ok := ev.fast(f); ok {
+			return v, nil
+		}
+	}
+	prog, err := e.cp.program()
+	if err != nil {
+		return nil, exprError(e, err)
+	}
+	vars := ev.environment()
+	if e.budgeted && !ev.bound {
+		// Only programs that loop, concatenate or allocate need the
+		// budget functions: a plain reference costs nothing more.
+		maps.Copy(vars, ev.budget.functions())
+		ev.bound = true
+	}
+	out, err := expr.Run(prog, vars)
+	if err != nil {
+		return nil, exprError(e, err)
+	}
+	return out, nil
+}
+
+// Error is an evaluation that failed with a protocol code: LIMIT_EXCEEDED
+// for a budget, EXPRESSION_ERROR for anything else. Its message names the
+// expression.
+type Error struct {
+	Code    protocol.Code
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// exprError turns a failed evaluation into an *Error: a budget is
+// LIMIT_EXCEEDED, an ended context is left to classify (TIMEOUT, deadline,
+// cancellation), anything else is EXPRESSION_ERROR. The message of an
+// expression that reads secrets names the failure without its operands.
+func exprError(e *Expression, err error) error {
+	var le *LimitError
+	if errors.As(err, &le) {
+		return &Error{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: %s", e.src, le.Error()), Err: err}
+	}
+	var stopped *exprStopped
+	if errors.As(err, &stopped) {
+		return stopped
+	}
+	msg := firstLine(err.Error())
+	if strings.Contains(msg, "memory budget exceeded") {
+		return &Error{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: evaluation built collections of more elements than expressions may hold", e.src), Err: err}
+	}
+	if e.readsSecrets() {
+		msg = valueFreeReason(msg)
+	}
+	return &Error{Code: protocol.CodeExpressionError, Message: fmt.Sprintf("expression %q: %s", e.src, msg), Err: err}
+}
+
+// valueFreeReason says why an evaluation failed in words that carry none of
+// its operands: runtime messages quote values (a number that did not parse,
+// a JSON character, an index), and the values may be secrets.
+func valueFreeReason(msg string) string {
+	switch {
+	case strings.Contains(msg, "invalid syntax"), strings.Contains(msg, "parsing"):
+		return "a value could not be converted to a number (value withheld: the expression reads secrets)"
+	case strings.Contains(msg, "invalid operation"), strings.Contains(msg, "mismatched types"):
+		return "an operator was applied to values of the wrong types (values withheld: the expression reads secrets)"
+	case strings.Contains(msg, "out of range"):
+		return "an index was out of range (values withheld: the expression reads secrets)"
+	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "JSON"):
+		return "a value is not valid JSON (value withheld: the expression reads secrets)"
+	case strings.Contains(msg, "cannot fetch"), strings.Contains(msg, "nil"):
+		return "a field or index was read from a missing value (values withheld: the expression reads secrets)"
+	}
+	return "evaluation failed (details withheld: the expression reads secrets)"
+}
