@@ -39,6 +39,10 @@ func (c *Compiler) templateIn(field string, v any, sc *lang.Scope) lang.Template
 // model why a tool failed).
 func (c *Call) Redact(s string) string { return c.r.x.redact.String(s) }
 
+// scrub returns the execution's redactor, which also scrubs what the
+// execution receives.
+func (c *Call) scrub() *scrubber { return c.r.x.redact }
+
 // services returns the running execution's services.
 func (c *Call) services() *runServices { return c.r.svc }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
-	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
@@ -72,7 +71,7 @@ type Execution struct {
 	input        any
 	trace        bool
 	secretValues map[string]any
-	redact       *redact.Redactor
+	redact       *scrubber
 	decider      *permission.Decider
 	models       *models.Table  // runtime.models, else the deployment's
 	http         *egress.Client // this execution's, released by Run
@@ -162,7 +161,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 	}
 	// The deployment's model keys too: a provider may echo them, and the
 	// table serves every execution that brings no runtime.models.
-	x.redact = redact.New(append(secretsOf(req), e.Services.ModelTable.Secrets()...)...)
+	x.redact = newScrubber(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
 	return x
 }
 

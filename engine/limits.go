@@ -122,3 +122,50 @@ func (l Limits) WithDefaults() Limits {
 // ExecutionTime is the longest an execution may run: MaxDuration less the
 // Reserve. Capabilities advertise it as maxDurationMs.
 func (l Limits) ExecutionTime() time.Duration { return l.MaxDuration - l.Reserve }
+
+// What an execution reads from outside (model replies, MCP responses, the
+// agent's conversation) is bounded while it is read, by caps derived here
+// from the limits, so that a server cannot make the runner buffer more than
+// the node could ever keep.
+const (
+	// replySlack is what a reply may carry beyond the output it becomes:
+	// its JSON envelope (ids, usage, finish reason, content block types).
+	replySlack = 64 << 10
+	// MaxToolListPages bounds the pages of one tools/list: a server that
+	// always answers with a nextCursor is not read forever.
+	MaxToolListPages = 100
+)
+
+// ReadCaps are the bounds on what one execution reads from outside, each
+// enforced while the bytes arrive. Exceeding one fails the node in-band
+// (OUTPUT_TOO_LARGE or LIMIT_EXCEEDED, naming what was too big).
+type ReadCaps struct {
+	// Reply caps one model reply body, one MCP response body and one of its
+	// SSE events: the per-node output cap plus a JSON envelope, since the
+	// reply becomes (at most) the node's output.
+	Reply int64
+	// ToolList caps the bytes of all the pages of one tools/list, and
+	// ToolListPages their number.
+	ToolList      int64
+	ToolListPages int
+	// Conversation caps the agent's history (every turn, tool results
+	// included) sent back to the model with each step: four outputs, at
+	// most a quarter of the memory budget.
+	Conversation int64
+	// InFlight caps the reply bytes of all the execution's reads in
+	// progress at once (concurrent nodes each reading a reply): half the
+	// memory budget, the other half being for node outputs.
+	InFlight int64
+}
+
+// Reads returns the caps on what an execution reads, from l after defaults.
+func (l Limits) Reads() ReadCaps {
+	l = l.WithDefaults()
+	return ReadCaps{
+		Reply:         l.MaxOutputBytes + replySlack,
+		ToolList:      l.MaxOutputBytes + replySlack,
+		ToolListPages: MaxToolListPages,
+		Conversation:  max(min(4*l.MaxOutputBytes, l.MemoryBudget/4), l.MaxOutputBytes),
+		InFlight:      max(l.MemoryBudget/2, l.MaxOutputBytes+replySlack),
+	}
+}

@@ -111,6 +111,14 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 
 	steps := []any{}
 	var usage models.Usage
+	conv := conversation{limit: call.services().reads.Conversation}
+	conv.add(models.Message{Content: req.System})
+	for _, m := range req.Messages {
+		conv.add(m)
+	}
+	if err := conv.check(); err != nil {
+		return nil, err
+	}
 	for step := 1; ; step++ {
 		res, err := call.invokeModel(ctx, role, req)
 		if err != nil {
@@ -133,16 +141,52 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 			}
 			calls[i] = tc
 		}
-		req.Messages = append(req.Messages, models.Message{Role: models.RoleAssistant, Content: res.Text, ToolCalls: calls})
+		turn := models.Message{Role: models.RoleAssistant, Content: res.Text, ToolCalls: calls}
+		if err := conv.add(turn).check(); err != nil {
+			return nil, err
+		}
+		req.Messages = append(req.Messages, turn)
 		for _, tc := range calls {
 			content, rec, err := call.agentToolCall(ctx, cat, tc)
 			if err != nil {
 				return nil, err
 			}
 			steps = append(steps, rec)
-			req.Messages = append(req.Messages, models.Message{Role: models.RoleTool, Content: content, ToolCallID: tc.ID})
+			result := models.Message{Role: models.RoleTool, Content: content, ToolCallID: tc.ID}
+			if err := conv.add(result).check(); err != nil {
+				return nil, err
+			}
+			req.Messages = append(req.Messages, result)
 		}
 	}
+}
+
+// conversation sizes the agent's history, which is held in memory and sent
+// back to the model whole with every step, against ReadCaps.Conversation.
+type conversation struct {
+	limit, size int64
+}
+
+// turnOverhead approximates what a turn adds beyond its text: role, ids,
+// the provider's JSON framing.
+const turnOverhead = 64
+
+// add counts m and returns c.
+func (c *conversation) add(m models.Message) *conversation {
+	c.size += int64(len(m.Content)+len(m.ToolCallID)) + turnOverhead
+	for _, tc := range m.ToolCalls {
+		c.size += int64(len(tc.ID)+len(tc.Name)+len(tc.Arguments)) + turnOverhead
+	}
+	return c
+}
+
+// check fails once the history is over the limit: before the turn that
+// crossed it is kept, a tool is run for it or the model is sent it.
+func (c *conversation) check() error {
+	if c.limit > 0 && c.size > c.limit {
+		return Errorf(protocol.CodeLimitExceeded, "the agent's conversation would hold about %d bytes, over its cap of %d bytes (four per-node outputs, at most a quarter of the memory budget)", c.size, c.limit)
+	}
+	return nil
 }
 
 // agentTool is a tool the model may call, by the name it was shown.

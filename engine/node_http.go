@@ -44,6 +44,73 @@ type httpStep struct {
 	// when they use secrets in a way that names none (secrets[k]).
 	secretRefs []string
 	allSecrets bool
+	// derivedHeaders and derivedQuery are the header and query keys whose
+	// values are built from secrets (all of them when the whole field is
+	// one expression that reads secrets): the values sent are added to the
+	// execution's redactor (see scrubber.learn).
+	derivedHeaders, derivedQuery derivedKeys
+}
+
+// derivedKeys are the keys of an object field whose values are built from
+// secrets.
+type derivedKeys struct {
+	keys []string
+	all  bool
+}
+
+// secretKeys finds the keys of the with.field object whose templates
+// mention secrets. Over-approximating is harmless: a value taken for a
+// secret is only redacted.
+func secretKeys(c *Compiler, field string) derivedKeys {
+	mentions := func(v any) bool {
+		str, ok := v.(string)
+		return ok && strings.Contains(str, "${{") && strings.Contains(str, "secrets")
+	}
+	raw, _ := c.Raw(field)
+	switch raw := raw.(type) {
+	case string:
+		return derivedKeys{all: mentions(raw)}
+	case map[string]any:
+		var d derivedKeys
+		for k, v := range raw {
+			if mentions(v) {
+				d.keys = append(d.keys, k)
+			} else if list, ok := v.([]any); ok && slices.ContainsFunc(list, mentions) {
+				d.keys = append(d.keys, k)
+			}
+		}
+		return d
+	}
+	return derivedKeys{}
+}
+
+func (d derivedKeys) has(k string) bool { return d.all || slices.Contains(d.keys, k) }
+
+// derivedValues lists the values the request sends that were built from
+// secrets: its derived headers and query values.
+func (s *httpStep) derivedValues(req *egress.Request) []string {
+	var out []string
+	for k, v := range req.Headers {
+		if s.derivedHeaders.has(k) {
+			out = append(out, v)
+		}
+	}
+	for k, v := range req.Query {
+		if !s.derivedQuery.has(k) {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			for _, e := range v {
+				if str, ok := e.(string); ok {
+					out = append(out, str)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (httpKind) Prepare(c *Compiler) Step {
@@ -63,6 +130,7 @@ func (httpKind) Prepare(c *Compiler) Step {
 		}
 		s.allSecrets = s.allSecrets || all
 	}
+	s.derivedHeaders, s.derivedQuery = secretKeys(c, "headers"), secretKeys(c, "query")
 	if raw, ok := c.Literal("url"); ok {
 		prepareLiteralURL(c, raw)
 	} else if raw, _ := c.Raw("url"); raw != nil {
@@ -220,6 +288,11 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	req.Bound = s.bound(call, req)
+	// Before anything is sent: an echo of a value built from a secret is
+	// scrubbed like the secret.
+	if err := call.scrub().learn(s.derivedValues(req)...); err != nil {
+		return nil, err
+	}
 	req.Authorize = func(ctx context.Context, host string) error {
 		return call.Authorize(ctx, protocol.ActionHTTPRequest, host)
 	}
@@ -232,11 +305,14 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 		return nil, Errorf(protocol.CodeHTTPError, "%s %s: status %d %s (set failOnStatus: false to get the response)",
 			strings.ToUpper(orDefault(req.Method, http.MethodGet)), describeURL(req.URL), res.Status, http.StatusText(res.Status))
 	}
+	// Scrubbed at the door: no node can read, transform or forward an
+	// echo of a secret.
+	sc := call.scrub()
 	hdr := make(map[string]any, len(res.Headers))
 	for k, v := range res.Headers {
-		hdr[k] = v
+		hdr[k] = sc.String(v)
 	}
-	return map[string]any{"status": res.Status, "headers": hdr, "body": res.Body}, nil
+	return map[string]any{"status": res.Status, "headers": hdr, "body": sc.value(res.Body)}, nil
 }
 
 // headerMap reads with.headers: string values, null leaving a header out.

@@ -242,12 +242,21 @@ func (c *Call) invokeModel(ctx context.Context, role string, req models.Request)
 		return nil, modelError(ctx, err)
 	}
 	c.usage().modelCalls.Add(1)
+	req.Read = svc.replyLimit()
 	res, err := provider.Complete(ctx, req)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
 	c.usage().inputTokens.Add(res.Usage.InputTokens)
 	c.usage().outputTokens.Add(res.Usage.OutputTokens)
+	// Scrubbed at the door: a model that repeats a secret it was shown
+	// (in a prompt built from an echo, say) hands it to no node.
+	sc := c.scrub()
+	res.Text = sc.String(res.Text)
+	for i, tc := range res.ToolCalls {
+		res.ToolCalls[i].Name = sc.String(tc.Name)
+		res.ToolCalls[i].Arguments = sc.raw(tc.Arguments)
+	}
 	return res, nil
 }
 
@@ -259,6 +268,9 @@ func (c *Call) invokeModel(ctx context.Context, role string, req models.Request)
 func modelError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return err
+	}
+	if ne := readLimitError(err); ne != nil {
+		return ne
 	}
 	var me *models.Error
 	if errors.As(err, &me) {

@@ -84,6 +84,13 @@ func (c *Call) callTool(ctx context.Context, ts, tool string, args map[string]an
 	if err != nil {
 		return nil, toolError(ctx, err)
 	}
+	// Scrubbed at the door, like every reply: a server that echoes a
+	// secret (a header of its toolset, an argument) cannot hand it on.
+	sc := c.scrub()
+	for i, b := range res.Content {
+		res.Content[i] = sc.raw(b)
+	}
+	res.Structured = sc.value(res.Structured)
 	return res, nil
 }
 
@@ -94,8 +101,14 @@ func toolError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	if errors.Is(err, toolsets.ErrTimeout) {
+	if ne := readLimitError(err); ne != nil {
+		return ne
+	}
+	switch {
+	case errors.Is(err, toolsets.ErrTimeout):
 		return &NodeError{Code: protocol.CodeTimeout, Message: err.Error(), Err: err}
+	case errors.Is(err, toolsets.ErrTooManyPages):
+		return &NodeError{Code: protocol.CodeLimitExceeded, Message: err.Error(), Err: err}
 	}
 	return &NodeError{Code: protocol.CodeToolError, Message: err.Error(), Err: err}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -136,13 +137,22 @@ type runServices struct {
 	clients *models.Clients
 	tools   *toolsets.Set // nil when the request defines no toolset
 	http    *egress.Client
+	// reads are the caps on what the execution reads from outside, and
+	// inFlight bounds the replies being read at once.
+	reads    ReadCaps
+	inFlight *egress.ReadLimit
 }
 
 // openServices builds the services of one run.
 func (x *Execution) openServices() *runServices {
-	s := &runServices{models: x.models, clients: x.e.modelClients(), http: x.http}
+	reads := x.limits.Reads()
+	s := &runServices{models: x.models, clients: x.e.modelClients(), http: x.http, reads: reads}
+	s.inFlight = egress.NewInFlightLimit(reads.InFlight)
 	if defs := x.req.Runtime.Toolsets; len(defs) > 0 {
-		s.tools = toolsets.New(defs, x.e.Services.Toolsets)
+		opts := x.e.Services.Toolsets
+		opts.MaxResponseBytes, opts.MaxListBytes, opts.MaxListPages = reads.Reply, reads.ToolList, reads.ToolListPages
+		opts.InFlight = s.inFlight
+		s.tools = toolsets.New(defs, opts)
 	}
 	if s.http == nil {
 		// Prepare refuses a request whose policy egress.New rejects, so
@@ -171,6 +181,26 @@ func (r *run) closeServices(ctx context.Context) {
 	if s.http != nil {
 		s.http.Close()
 	}
+}
+
+// replyLimit is the read limit of one model reply.
+func (s *runServices) replyLimit() *egress.ReadLimit {
+	return egress.NewReadLimit(s.reads.Reply, "model reply", s.inFlight)
+}
+
+// readLimitError maps a read that crossed a cap to the node's error:
+// OUTPUT_TOO_LARGE for one reply, LIMIT_EXCEEDED for the replies read at
+// once; nil when err is no such failure.
+func readLimitError(err error) *NodeError {
+	var rl *egress.ReadLimitError
+	if !errors.As(err, &rl) {
+		return nil
+	}
+	code := protocol.CodeOutputTooLarge
+	if rl.InFlight {
+		code = protocol.CodeLimitExceeded
+	}
+	return &NodeError{Code: code, Message: err.Error(), Err: err}
 }
 
 // httpRequests is usage.httpRequests: the hops the egress client let

@@ -73,7 +73,11 @@ func (p *anthropicProvider) Complete(ctx context.Context, req Request) (*Respons
 	var httpRes *http.Response
 	res, err := p.messages.New(ctx, params,
 		option.WithRequestTimeout(anthropicRequestTimeout),
-		option.WithResponseInto(&httpRes))
+		option.WithResponseInto(&httpRes),
+		option.WithMiddleware(limitBody(req.Read)))
+	if e := readLimitError(ProviderAnthropic, req); e != nil {
+		return nil, e
+	}
 	if err != nil {
 		return nil, p.error(ctx, err, httpRes)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -82,6 +84,25 @@ func (c *Clients) bedrock(cfg aws.Config, m protocol.Model) *bedrockProvider {
 	}
 }
 
+// limitedDoer bounds each reply's body by a read limit while the SDK's
+// deserializer reads it.
+type limitedDoer struct {
+	next bedrockruntime.HTTPClient
+	l    *egress.ReadLimit
+}
+
+func (d limitedDoer) Do(req *http.Request) (*http.Response, error) {
+	next := d.next
+	if next == nil {
+		next = awshttp.NewBuildableClient()
+	}
+	res, err := next.Do(req)
+	if res != nil {
+		res.Body = d.l.Body(res.Body)
+	}
+	return res, err
+}
+
 // addHeaders sets the entry's extra headers on every request, in the build
 // step so that SigV4 signs them.
 func addHeaders(headers map[string]string) func(*middleware.Stack) error {
@@ -107,7 +128,13 @@ func (p *bedrockProvider) Complete(ctx context.Context, req Request) (*Response,
 	deadline, _ := ctx.Deadline()
 	res, err := p.client.Converse(ctx, in, func(o *bedrockruntime.Options) {
 		o.Retryer = newBedrockRetryer(p.maxAttempts, deadline)
+		if req.Read != nil {
+			o.HTTPClient = limitedDoer{o.HTTPClient, req.Read}
+		}
 	})
+	if e := readLimitError(ProviderBedrock, req); e != nil {
+		return nil, e
+	}
 	if err != nil {
 		return nil, p.error(ctx, err)
 	}

@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 )
@@ -83,6 +85,11 @@ type Request struct {
 	// OpenAI as native structured output (response_format json_schema), with
 	// Anthropic and Bedrock as an instruction appended to the system prompt.
 	JSONSchema json.RawMessage
+	// Read bounds the reply's bytes while the SDK reads them (every
+	// attempt's body counts); nil means no bound. A call whose reply
+	// crosses it fails with an *Error that unwraps to the
+	// *egress.ReadLimitError.
+	Read *egress.ReadLimit
 }
 
 // Usage counts the tokens of one call.
@@ -126,8 +133,9 @@ type Error struct {
 	Message string
 
 	// cause is only ever a context error, so that errors.Is can tell a
-	// deadline from a provider failure; SDK errors are not kept because
-	// their text may carry what Message has had scrubbed.
+	// deadline from a provider failure, or the *egress.ReadLimitError of
+	// a reply too large; SDK errors are not kept because their text may
+	// carry what Message has had scrubbed.
 	cause error
 }
 
@@ -140,7 +148,8 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns [context.Canceled] or [context.DeadlineExceeded] when the
-// call ended because its context did, and nil otherwise.
+// call ended because its context did, the *egress.ReadLimitError when the
+// reply crossed Request.Read, and nil otherwise.
 func (e *Error) Unwrap() error { return e.cause }
 
 // maxMessageLen bounds Error.Message: an error page can be megabytes of HTML.
@@ -172,6 +181,29 @@ func (s scrubber) scrub(msg string) string { return s.r.Message(msg, maxMessageL
 // newError builds the *Error of a failed call.
 func (s scrubber) newError(provider string, status int, msg string) *Error {
 	return &Error{Provider: provider, Status: status, Message: s.scrub(msg)}
+}
+
+// readLimitError returns the *Error of a call whose reply crossed its read
+// limit, nil if it did not. It is asked before anything else: the SDKs
+// report the failed read in their own words, if at all.
+func readLimitError(provider string, req Request) *Error {
+	err := req.Read.Err()
+	if err == nil {
+		return nil
+	}
+	return &Error{Provider: provider, Message: "reply too large: " + err.Error(), cause: err}
+}
+
+// limitBody is an OpenAI/Anthropic SDK middleware that bounds the reply's
+// body by the request's read limit while the SDK reads it.
+func limitBody(l *egress.ReadLimit) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		res, err := next(req)
+		if res != nil {
+			res.Body = l.Body(res.Body)
+		}
+		return res, err
+	}
 }
 
 // contextError returns the *Error of a call whose context ended, or nil if

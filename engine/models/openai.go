@@ -75,7 +75,10 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (*Response, 
 		return nil, err
 	}
 	var httpRes *http.Response
-	res, err := p.chat.New(ctx, params, option.WithResponseInto(&httpRes))
+	res, err := p.chat.New(ctx, params, option.WithResponseInto(&httpRes), option.WithMiddleware(limitBody(req.Read)))
+	if e := readLimitError(ProviderOpenAI, req); e != nil {
+		return nil, e
+	}
 	if err != nil {
 		return nil, p.error(ctx, err, httpRes)
 	}

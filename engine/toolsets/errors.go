@@ -24,6 +24,9 @@ var (
 	// ErrTimeout: the toolset's timeoutMs (or Options.DefaultTimeout) ran
 	// out, while the caller's context was still live.
 	ErrTimeout = errors.New("timed out")
+	// ErrTooManyPages: the server's tool list had more pages than
+	// Options.MaxListPages.
+	ErrTooManyPages = errors.New("too many tools/list pages")
 )
 
 // Error is every failure of a toolset: connect, protocol, server gone,

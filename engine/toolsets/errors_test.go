@@ -78,7 +78,7 @@ func TestHeaderTransport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		base := &recordingTransport{}
-		rt := newHeaderTransport(base, "https://mcp.example.com/mcp", map[string]string{"authorization": "Bearer t"})
+		rt := newHeaderTransport(base, "https://mcp.example.com/mcp", map[string]string{"authorization": "Bearer t"}, reads{})
 		req, _ := http.NewRequest(http.MethodPost, tt.url, nil)
 		if _, err := rt.RoundTrip(req); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -41,6 +42,16 @@ type Options struct {
 	// DefaultTimeout bounds each Tools or Call of a toolset without
 	// timeoutMs; zero means DefaultTimeout.
 	DefaultTimeout time.Duration
+	// MaxResponseBytes bounds the body of each response (a tool call's
+	// result, including every SSE event it is read through, and the
+	// responses of the handshake) while it is read; MaxListBytes bounds
+	// all the pages of one tool listing together and MaxListPages their
+	// number. Zero means no bound; the engine sets them from its limits.
+	MaxResponseBytes, MaxListBytes int64
+	MaxListPages                   int
+	// InFlight, when not nil, is charged with every response body being
+	// read, across the Set and whatever else shares it.
+	InFlight *egress.ReadLimit
 }
 
 // Set is the toolsets of one execution: one MCP session per toolset, opened
@@ -50,6 +61,7 @@ type Set struct {
 	client   *mcp.Client
 	toolsets map[string]*toolset
 	check    func(ctx context.Context, rawURL string) error
+	reads    reads
 	// ownTransport is the private transport made when Options.HTTPClient
 	// is nil, whose idle connections Close releases.
 	ownTransport *http.Transport
@@ -108,6 +120,7 @@ func New(defs []protocol.Toolset, opts Options) *Set {
 		client:   mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}, nil),
 		toolsets: make(map[string]*toolset, len(defs)),
 		check:    opts.CheckEndpoint,
+		reads:    reads{response: opts.MaxResponseBytes, list: opts.MaxListBytes, pages: opts.MaxListPages, inFlight: opts.InFlight},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
@@ -128,7 +141,7 @@ func New(defs []protocol.Toolset, opts Options) *Set {
 			timeout = opts.DefaultTimeout
 		}
 		hc := *base // keeps the caller's redirect policy and jar
-		hc.Transport = newHeaderTransport(rt, d.URL, d.Headers)
+		hc.Transport = newHeaderTransport(rt, d.URL, d.Headers, s.reads)
 		s.toolsets[d.Name] = &toolset{
 			set:     s,
 			def:     d,
@@ -159,11 +172,17 @@ func (s *Set) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 		return nil, err
 	}
 	defer end()
+	lim := s.reads.limit(s.reads.list, "tools/list")
+	opCtx, stop := s.reads.bound(opCtx, lim)
+	defer stop()
 	var tools []Tool
 	err = t.do(opCtx, func(c *conn) (err error) {
-		tools, err = c.listTools(opCtx)
+		tools, err = c.listTools(opCtx, s.reads.pages)
 		return err
 	})
+	if e := lim.Err(); e != nil {
+		return nil, &Error{Toolset: t.def.Name, Message: e.Error(), cause: e}
+	}
 	if err != nil {
 		return nil, t.fail(ctx, opCtx, "", err)
 	}
@@ -184,6 +203,9 @@ func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]an
 		return nil, err
 	}
 	defer end()
+	lim := s.reads.limit(s.reads.response, "tool result")
+	opCtx, stop := s.reads.bound(opCtx, lim)
+	defer stop()
 	var res *mcp.CallToolResult
 	err = t.do(opCtx, func(c *conn) (err error) {
 		tr := s.newCallTrace()
@@ -194,6 +216,9 @@ func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]an
 		}
 		return err
 	})
+	if e := lim.Err(); e != nil {
+		return nil, &Error{Toolset: t.def.Name, Tool: tool, Message: e.Error(), cause: e}
+	}
 	if err != nil {
 		return nil, t.fail(ctx, opCtx, tool, err)
 	}

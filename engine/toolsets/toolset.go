@@ -117,6 +117,8 @@ func (t *toolset) connect(c *conn) {
 			HTTPClient: t.http,
 			// Only request/response is needed; see the package documentation.
 			DisableStandaloneSSE: true,
+			// No event is larger than the response it belongs to.
+			MaxEventSize: int(t.set.reads.response),
 		}
 		sess, err := t.set.client.Connect(ctx, transport, nil)
 		done <- result{sess, err}
@@ -222,9 +224,10 @@ func (t *toolset) closedError() *Error {
 	return &Error{Toolset: t.def.Name, Message: ErrClosed.Error(), cause: ErrClosed}
 }
 
-// listTools returns the session's tools, fetching every page on first use.
-// Concurrent first uses may each fetch the list; the result is the same.
-func (c *conn) listTools(ctx context.Context) ([]Tool, error) {
+// listTools returns the session's tools, fetching every page on first use,
+// at most maxPages of them (0 for no bound). Concurrent first uses may each
+// fetch the list; the result is the same.
+func (c *conn) listTools(ctx context.Context, maxPages int) ([]Tool, error) {
 	c.mu.Lock()
 	cached := c.tools
 	c.mu.Unlock()
@@ -232,15 +235,26 @@ func (c *conn) listTools(ctx context.Context) ([]Tool, error) {
 		return slices.Clone(cached), nil
 	}
 	tools := []Tool{}
-	for tool, err := range c.sess.Tools(ctx, nil) {
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		res, err := c.sess.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
-		tt, err := convertTool(tool)
-		if err != nil {
-			return nil, err
+		for _, tool := range res.Tools {
+			tt, err := convertTool(tool)
+			if err != nil {
+				return nil, err
+			}
+			tools = append(tools, tt)
 		}
-		tools = append(tools, tt)
+		if res.NextCursor == "" {
+			break
+		}
+		if maxPages > 0 && page >= maxPages {
+			return nil, &Error{Message: fmt.Sprintf("tools/list still had more pages after %d", maxPages), cause: ErrTooManyPages}
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
 	c.mu.Lock()
 	c.tools = tools

@@ -1,9 +1,56 @@
 package toolsets
 
 import (
+	"context"
 	"net/http"
 	"net/url"
+
+	"github.com/runnerd/lambda-runner/engine/egress"
 )
+
+// reads are the bounds on what a Set reads from its servers (see Options).
+type reads struct {
+	response, list int64
+	pages          int
+	inFlight       *egress.ReadLimit
+}
+
+// limit returns a limit of max bytes named what, charged to the in-flight
+// limit too.
+func (r reads) limit(max int64, what string) *egress.ReadLimit {
+	return egress.NewReadLimit(max, what, r.inFlight)
+}
+
+// opLimitKey is the context key of an operation's read limit.
+type opLimitKey struct{}
+
+// bound returns ctx carrying lim, which headerTransport applies to every
+// response of the operation (the POST and any SSE reconnection of it), and
+// ended as soon as lim is crossed, so that the operation stops waiting for
+// a reply it will not read.
+func (r reads) bound(ctx context.Context, lim *egress.ReadLimit) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithValue(ctx, opLimitKey{}, lim))
+	go func() {
+		select {
+		case <-lim.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// responseLimit is the limit of a response to req: its operation's, else
+// one of its own (the handshake, the session's DELETE).
+func (r reads) responseLimit(req *http.Request) *egress.ReadLimit {
+	if lim, ok := req.Context().Value(opLimitKey{}).(*egress.ReadLimit); ok {
+		return lim
+	}
+	if r.response <= 0 && r.inFlight == nil {
+		return nil
+	}
+	return r.limit(r.response, "MCP response")
+}
 
 // headerTransport adds a toolset's headers to every request of its session:
 // POSTs, the DELETE that ends it, and any GET. The MCP SDK has no header
@@ -17,10 +64,12 @@ type headerTransport struct {
 	// added to requests for it: http.Client drops credentials when a redirect
 	// leaves the host, and re-adding them here would undo that.
 	origin url.URL
+	// reads bound every response body while the SDK reads it.
+	reads reads
 }
 
-func newHeaderTransport(base http.RoundTripper, endpoint string, headers map[string]string) *headerTransport {
-	t := &headerTransport{base: base, headers: make(http.Header, len(headers))}
+func newHeaderTransport(base http.RoundTripper, endpoint string, headers map[string]string, r reads) *headerTransport {
+	t := &headerTransport{base: base, headers: make(http.Header, len(headers)), reads: r}
 	for name, value := range headers {
 		t.headers.Set(name, value)
 	}
@@ -37,15 +86,22 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// body, so it has ended when RoundTrip returns.
 		defer end()
 	}
-	if len(t.headers) == 0 || req.URL.Scheme != t.origin.Scheme || req.URL.Host != t.origin.Host {
-		return t.base.RoundTrip(req)
+	lim := t.reads.responseLimit(req)
+	if err := lim.Err(); err != nil {
+		return nil, err // the operation's reply is too large already
 	}
-	// A RoundTripper must not modify the request it is given.
-	req = req.Clone(req.Context())
-	for name, values := range t.headers {
-		req.Header[name] = values
+	if len(t.headers) > 0 && req.URL.Scheme == t.origin.Scheme && req.URL.Host == t.origin.Host {
+		// A RoundTripper must not modify the request it is given.
+		req = req.Clone(req.Context())
+		for name, values := range t.headers {
+			req.Header[name] = values
+		}
 	}
-	return t.base.RoundTrip(req)
+	res, err := t.base.RoundTrip(req)
+	if res != nil {
+		res.Body = lim.Body(res.Body)
+	}
+	return res, err
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the base

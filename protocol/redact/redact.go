@@ -10,15 +10,23 @@
 // value such as "Bearer abc", "Basic abc" or "token abc", the credential
 // alone, which a server may quote without its scheme.
 //
-// What it cannot do: find a secret the workflow itself transformed (split,
-// reversed, base64-encoded, hashed, spread over several messages) and a
-// remote service then echoed back. docs/security.md says so too.
+// It also knows each secret base64-encoded (standard and URL alphabets,
+// padded or not) and hex-encoded, the encodings a request needs.
+//
+// What it cannot do: find a secret transformed in a way it does not know
+// (split, reversed, hashed, encoded together with other text, spread over
+// several messages) and then echoed back. The engine adds the values it
+// built from secrets and sent (a Basic credential, the base64 of
+// "user:secret") as secrets of their own; what a remote service does to a
+// secret itself stays out of reach. docs/security.md says so too.
 //
 // The package imports only the standard library, so every layer can use it.
 package redact
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -132,7 +140,29 @@ func Forms(secret string) []string {
 		out = append(out, jsonForms(c)...)
 		out = append(out, urlForms(c)...)
 	}
+	if len(secret) >= minEncodedLen {
+		out = append(out, encodedForms(secret)...)
+	}
 	return out
+}
+
+// minEncodedLen is the length from which a secret's base64 and hex forms
+// are redacted too: those of a shorter value are short enough to occur in
+// any text by chance.
+const minEncodedLen = 4
+
+// encodedForms are secret as binary-to-text encodings carry it: base64
+// (standard and URL alphabets, padded or not) and hex (either case), each
+// also as a URL query and a JSON string with '/' escaped carry it.
+func encodedForms(secret string) []string {
+	b := []byte(secret)
+	var out []string
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		f := enc.EncodeToString(b)
+		out = append(out, f, url.QueryEscape(f), lowerHex(url.QueryEscape(f)), strings.ReplaceAll(f, "/", `\/`))
+	}
+	h := hex.EncodeToString(b)
+	return append(out, h, strings.ToUpper(h))
 }
 
 // jsonForms are c as it appears inside a JSON string: Go's escaping (HTML

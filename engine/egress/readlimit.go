@@ -1,0 +1,168 @@
+package egress
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// A ReadLimit bounds the bytes read from outside through the response
+// bodies it wraps, while they are read: the read that would cross the limit
+// fails, so a decoder above it (an SDK's io.ReadAll, an SSE scanner) never
+// holds more. Adapters whose SDKs read the body themselves (model
+// providers, MCP) wrap each response with Body, from an http.RoundTripper
+// or a middleware.
+//
+// A limit counts every body it wraps together (all the pages of a listing,
+// say); with a parent, each read is charged to the parent too. An in-flight
+// limit (NewInFlightLimit) gives a body's bytes back when the body is
+// closed: it bounds what is being read at once, not in total.
+//
+// The SDKs do not all keep the error a body returns, so after a call the
+// adapter asks Err which limit was crossed. The zero value and nil bound
+// nothing. A ReadLimit is safe for concurrent use.
+type ReadLimit struct {
+	max      int64
+	what     string
+	inFlight bool
+	parent   *ReadLimit
+
+	n    atomic.Int64
+	mu   sync.Mutex
+	err  *ReadLimitError
+	done chan struct{} // closed when err is set
+}
+
+// ReadLimitError is the failure of a read that would cross a ReadLimit.
+type ReadLimitError struct {
+	// What names what was too big ("model reply", "tools/list", ...).
+	What string
+	// Limit is the limit's maximum, in bytes.
+	Limit int64
+	// InFlight is set when the bytes being read at once, not one reply,
+	// were too many.
+	InFlight bool
+}
+
+func (e *ReadLimitError) Error() string {
+	if e.InFlight {
+		return fmt.Sprintf("replies being read at once exceed %d bytes", e.Limit)
+	}
+	return fmt.Sprintf("%s exceeds %d bytes", e.What, e.Limit)
+}
+
+// NewReadLimit returns a limit of max bytes over every body it wraps, named
+// what in its error, and charged to parent as well (nil for none). max <= 0
+// means no bound of its own.
+func NewReadLimit(max int64, what string, parent *ReadLimit) *ReadLimit {
+	return &ReadLimit{max: max, what: what, parent: parent, done: make(chan struct{})}
+}
+
+// NewInFlightLimit returns a limit of max bytes being read at once: each
+// body's bytes count until it is closed.
+func NewInFlightLimit(max int64) *ReadLimit {
+	return &ReadLimit{max: max, inFlight: true, done: make(chan struct{})}
+}
+
+// Done returns a channel closed when a read through l crosses a limit, so
+// that a caller can stop waiting for the rest of a reply (nil for a nil l).
+func (l *ReadLimit) Done() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
+	return l.done
+}
+
+// Err returns the error of the first read that crossed l or its parent
+// while reading through l, nil if none did.
+func (l *ReadLimit) Err() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		return nil
+	}
+	return l.err
+}
+
+// Body wraps rc so that its reads are counted against l. It returns rc
+// itself when l is nil or bounds nothing.
+func (l *ReadLimit) Body(rc io.ReadCloser) io.ReadCloser {
+	if l == nil || rc == nil || (l.max <= 0 && l.parent == nil) {
+		return rc
+	}
+	return &limitedBody{rc: rc, l: l}
+}
+
+// charge adds n bytes to l and its parents and reports the limit crossed,
+// nil if none was.
+func (l *ReadLimit) charge(n int64) *ReadLimitError {
+	var crossed *ReadLimitError
+	for c := l; c != nil; c = c.parent {
+		if total := c.n.Add(n); c.max > 0 && total > c.max && crossed == nil {
+			crossed = &ReadLimitError{What: c.what, Limit: c.max, InFlight: c.inFlight}
+		}
+	}
+	return crossed
+}
+
+// release gives n bytes back to the in-flight limits among l and its
+// parents.
+func (l *ReadLimit) release(n int64) {
+	for c := l; c != nil; c = c.parent {
+		if c.inFlight {
+			c.n.Add(-n)
+		}
+	}
+}
+
+// record keeps the first crossing seen through l.
+func (l *ReadLimit) record(e *ReadLimitError) {
+	l.mu.Lock()
+	if l.err == nil {
+		if e.What == "" {
+			e.What = l.what
+		}
+		l.err = e
+		if l.done != nil {
+			close(l.done)
+		}
+	}
+	l.mu.Unlock()
+}
+
+// limitedBody is a body whose reads are charged to a ReadLimit.
+type limitedBody struct {
+	rc    io.ReadCloser
+	l     *ReadLimit
+	read  atomic.Int64 // charged so far, released on Close for in-flight limits
+	err   atomic.Pointer[ReadLimitError]
+	close sync.Once
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if e := b.err.Load(); e != nil {
+		return 0, e
+	}
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.read.Add(int64(n))
+		if e := b.l.charge(int64(n)); e != nil {
+			b.err.Store(e)
+			b.l.record(e)
+			// The bytes past the limit are not handed on: the reader
+			// above never holds more than the limit.
+			return 0, e
+		}
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error {
+	// The body's bytes are released once, whoever closes it.
+	b.close.Do(func() { b.l.release(b.read.Load()) })
+	return b.rc.Close()
+}
