@@ -81,7 +81,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-// A copy of v6.0.3 whose only change is that each draft's meta-schemas are
-// compiled on first use rather than in init (third_party/jsonschema/README.md).
-replace github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 => ./third_party/jsonschema
