@@ -54,19 +54,34 @@ TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(fil
 FULL_TAGS    := $(subst $(space),$(comma),$(strip lambda.norpc $(AWSTAG)))
 BEDROCK_TAGS := $(subst $(space),$(comma),$(strip lambda.norpc noopenai noanthropic $(AWSTAG)))
 
-.PHONY: run test test-short build bench bench-lambda size lint tools clean build-RunnerFunction version sam-build
+.PHONY: run test test-deps test-short build bench bench-lambda size lint tools clean build-RunnerFunction version sam-build
 
 ## run: the runner as a local HTTP server with a generated dev token
 run:
 	$(GO) run ./functions/runner -dev
 
 ## test: the whole suite with the race detector, fuzz seed corpora included
-test: $(BIN)/bootstrap-local
+test: test-deps $(BIN)/bootstrap-local
 	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -tags noopenai,noanthropic -run 'Registry|ProviderList|ProvidersCompiledIn' ./engine/models/ ./functions/runner/
 	$(GO) test -race -count=1 -tags notracing ./infra/telemetry/
 	$(GO) test -race -count=1 -tags otlpgrpc ./infra/telemetry/
 	$(GO) test -race -count=1 -tags awsenv ./infra/awsconfig/
+
+## test-deps: what the suite runs beside Go, installed when missing:
+## aws-lambda-rie (go install) for the Lambda emulator tests, and chromium
+## (apt-get, when run as root on Debian or Ubuntu) for the playground's
+## browser tests. Without chromium those tests skip, saying so; with
+## CI=true they fail instead.
+test-deps:
+	@command -v aws-lambda-rie >/dev/null 2>&1 || test -x $(GOBIN)/aws-lambda-rie || \
+		{ echo 'test-deps: installing aws-lambda-rie'; $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION); }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo 'test-deps: installing chromium'; apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+		else \
+			echo 'test-deps: chromium not found and not installable here (needs root and apt-get): the playground browser tests will skip. Install it: apt-get install chromium'; \
+		fi
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

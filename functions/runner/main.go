@@ -17,12 +17,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/functions"
+	"github.com/runnerd/lambda-runner/functions/playground"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/gcstart"
 	"github.com/runnerd/lambda-runner/infra/telemetry"
@@ -185,7 +187,9 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 		return err
 	}
 	srv := &http.Server{
-		Handler:           h,
+		// The playground page beside the API, and for both a Host
+		// allowlist and cross-origin protection (docs/playground.md).
+		Handler:           playground.New(h),
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: streams last as long as their execution.
 		IdleTimeout: 2 * time.Minute,
@@ -197,6 +201,7 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 		fmt.Fprintf(stdout, "try:\n  export RUNNER_TOKEN=%s\n", devToken)
 		fmt.Fprintf(stdout, "  curl -s -H \"Authorization: Bearer $RUNNER_TOKEN\" %s/v1/capabilities\n", base)
 		fmt.Fprintf(stdout, "  curl -sN -H \"Authorization: Bearer $RUNNER_TOKEN\" --data-binary @examples/hello.json %s/v1/executions\n\n", base)
+		fmt.Fprintf(stdout, "playground (open in a browser; the token stays in the fragment):\n  %s\n\n", playground.URL(pageBase(ln.Addr()), devToken))
 	}
 	logger.Info("listening", "addr", base, "version", version)
 	errc := make(chan error, 1)
@@ -210,6 +215,16 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 	defer cancel()
 	logger.Info("shutting down")
 	return srv.Shutdown(shutdown)
+}
+
+// pageBase is where a browser reaches the playground of a server listening
+// at addr: a listener on every address (":8080") is reached, and answers
+// the playground, only as the loopback.
+func pageBase(addr net.Addr) string {
+	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	}
+	return "http://" + addr.String()
 }
 
 func newLogger(cfg config.Config, dev bool, w io.Writer) *slog.Logger {

@@ -1,0 +1,161 @@
+// Package playground serves the local playground: a page, embedded in the
+// binary, that runs execution requests against the runner's own API and
+// draws their DAG live from the event stream (docs/playground.md).
+//
+// Only the local server mounts it (functions/runner -dev, make run), never
+// the Lambda function. The page is static: it holds no token and no run
+// data; it reads the token from its URL's fragment, which never reaches
+// the server, and talks to the API with fetch like any other client.
+package playground
+
+import (
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/runnerd/lambda-runner/examples"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Path is where the page is served.
+const Path = "/playground/"
+
+// CodeForbidden is the error code of a request refused for its Host or
+// its origin. It is not a Runner protocol code: only the local server,
+// never a deployed runner, answers with it.
+const CodeForbidden protocol.Code = "FORBIDDEN"
+
+// ContentSecurityPolicy is sent with every file of the page: scripts,
+// styles and connections from the server's own origin only, nothing
+// inline, no frames, no forms, no plugins.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+//go:embed page
+var files embed.FS
+
+// allowedHosts are the names a browser uses for a loopback server. A page
+// on any other name that reaches this server got here by DNS rebinding.
+var allowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// URL is the page's address for a server at base (http://127.0.0.1:8080),
+// with token in the fragment: a browser keeps the fragment to itself, so
+// the token reaches neither the server's logs nor a Referer.
+func URL(base, token string) string {
+	return strings.TrimSuffix(base, "/") + Path + "#token=" + url.QueryEscape(token)
+}
+
+// New returns the local server's handler: the page under Path, everything
+// else to api. Every request must name a loopback Host (localhost,
+// 127.0.0.1, [::1]) and, when a browser says where it comes from, come
+// from the same origin (http.CrossOriginProtection): a refused request
+// gets 403 and a JSON error body with code FORBIDDEN.
+func New(api http.Handler) http.Handler {
+	page := pageHandler()
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Not an http.ServeMux: it would redirect the API's "//v1/…",
+		// which the API itself accepts (docs/protocol.md).
+		switch {
+		case r.URL.Path == strings.TrimSuffix(Path, "/"):
+			http.Redirect(w, r, Path, http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, Path):
+			page.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	})
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forbid(w, "cross-origin request refused")
+	}))
+	guarded := cop.Handler(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			forbid(w, "this server answers only to localhost, 127.0.0.1 and [::1]")
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names the loopback.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	return slices.Contains(allowedHosts, strings.ToLower(host))
+}
+
+func forbid(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusForbidden)
+	_ = json.NewEncoder(w).Encode(protocol.ErrorResponse{Version: 1, Error: protocol.ErrorBody{Code: CodeForbidden, Message: msg}})
+}
+
+// example is one request the page offers to load.
+type example struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// pageHandler serves the page's files and examples.json, the examples of
+// the repository's examples/ directory.
+func pageHandler() http.Handler {
+	sub, err := fs.Sub(files, "page")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	list := exampleList()
+	static := http.StripPrefix(strings.TrimSuffix(Path, "/"), http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.Set("Cache-Control", "no-cache")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if r.URL.Path == Path+"examples.json" {
+			h.Set("Content-Type", "application/json")
+			_, _ = w.Write(list)
+			return
+		}
+		static.ServeHTTP(w, r)
+	})
+}
+
+// exampleList is examples.json: every example, by file name.
+func exampleList() []byte {
+	names, err := fs.Glob(examples.FS, "*.json")
+	if err != nil {
+		panic(err)
+	}
+	out := make([]example, 0, len(names))
+	for _, n := range names {
+		b, err := fs.ReadFile(examples.FS, n)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, example{Name: path.Base(n), Text: string(b)})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

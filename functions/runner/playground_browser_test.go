@@ -1,0 +1,440 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The playground's browser tests drive Debian's headless chromium through
+// the DevTools protocol (chromedp) against the local server run serves, on
+// a free port, as a developer would use it: the page, its hooks
+// (docs/playground.md) and the real API behind it.
+//
+// PLAYGROUND_SCREENSHOTS=dir keeps a screenshot of each test's last state.
+
+// browserPatience bounds every wait on the page.
+const browserPatience = 30 * time.Second
+
+// chromium finds the browser, or skips the test; under CI (CI set, as
+// .ci/run and CI services do) a missing browser fails it instead.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+		t.Fatalf("chromium not found, and CI=%s: .ci/run installs it (apt-get install chromium)", ci)
+	}
+	t.Skip("chromium not found: apt-get install chromium to run the playground's browser tests")
+	return ""
+}
+
+// gate is an MCP server whose "wait" tool blocks until the test opens the
+// gate, so that a test sees a node running for as long as it needs to.
+type gate struct {
+	url  string
+	open chan struct{}
+}
+
+func startGate(t *testing.T) *gate {
+	t.Helper()
+	g := &gate{open: make(chan struct{})}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "gate", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Blocks until the test opens the gate."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-g.open:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "opened"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Sends the message back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Message string `json:"message"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}}, nil, nil
+		})
+	s := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(func() {
+		s.CloseClientConnections()
+		s.Close()
+	})
+	g.url = s.URL
+	return g
+}
+
+// page is a browser tab on the playground of a running local server.
+type tab struct {
+	t     *testing.T
+	ctx   context.Context
+	srv   *server
+	token string
+}
+
+// openPlayground starts the local server (-dev) and a browser on its page,
+// with the token in the fragment as run prints it.
+func openPlayground(t *testing.T) *tab {
+	t.Helper()
+	exe := chromium(t)
+	s := startRun(t, []string{"-dev"}, nil)
+	token := await(t, devTokenAt, s.stdout)[1]
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox, // as root in CI
+		chromedp.Flag("headless", true),
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1440, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		_ = chromedp.Cancel(ctx)
+		cancelTab()
+		cancelAlloc()
+	})
+	// The first run starts the browser, tied to the context it runs on:
+	// ctx itself, not one of the timeouts of do.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	p := &tab{t: t, ctx: ctx, srv: s, token: token}
+	// Every Content-Security-Policy violation the page would report is
+	// kept, from before its first script runs.
+	p.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `window.__csp = [];
+document.addEventListener("securitypolicyviolation", (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));`})
+		return err
+	}))
+	p.do(chromedp.Navigate(s.base+"/playground/#token="+token),
+		chromedp.WaitVisible(chromedp.CSS(`.conn[data-conn="ok"]`)))
+	t.Cleanup(p.checkCSP)
+	return p
+}
+
+// do runs actions, failing the test after browserPatience.
+func (p *tab) do(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.shot("failed")
+		p.t.Fatalf("browser: %v", err)
+	}
+}
+
+// get runs one action that returns a value.
+func get[T any](p *tab, a chromedp.Action[T]) T {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserPatience)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		p.shot("failed")
+		p.t.Fatalf("browser: %v", err)
+	}
+	return v
+}
+
+// shot saves a screenshot under PLAYGROUND_SCREENSHOTS, if set.
+func (p *tab) shot(name string) {
+	dir := os.Getenv("PLAYGROUND_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(p.t.Name(), "/", "_")+"-"+name+".png"), png, 0o644)
+	}
+}
+
+func (p *tab) checkCSP() {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	violations, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__csp`))
+	if err != nil {
+		p.t.Errorf("reading CSP violations: %v", err)
+		return
+	}
+	if len(violations) > 0 {
+		p.t.Errorf("Content-Security-Policy violations: %q", violations)
+	}
+}
+
+// submit puts request in the editor and presses Run.
+func (p *tab) submit(request string) {
+	p.t.Helper()
+	p.do(chromedp.SetValue(chromedp.CSS(`textarea[name="request"]`), request),
+		chromedp.Click(chromedp.CSS(`button[data-action="run"]`)))
+}
+
+func (p *tab) wait(sel string) {
+	p.t.Helper()
+	p.do(chromedp.WaitReady(chromedp.CSS(sel)))
+}
+
+func (p *tab) text(sel string) string {
+	p.t.Helper()
+	return get(p, chromedp.TextContent(chromedp.CSS(sel)))
+}
+
+func node(id, state string) string {
+	return `[data-node-id="` + id + `"][data-state="` + state + `"]`
+}
+
+func TestPlaygroundNodesGoPendingRunningCompleted(t *testing.T) {
+	p := openPlayground(t)
+	g := startGate(t)
+	p.submit(`{"version":1,"workflow":{"id":"live","nodes":[
+		{"id":"hold","type":"tool","with":{"toolset":"g","tool":"wait","arguments":{}}},
+		{"id":"after","type":"set","needs":["hold"],"with":{"value":"${{ nodes.hold.output.content[0].text }}"}}]},
+	"runtime":{"toolsets":[{"name":"g","url":"` + g.url + `"}]},
+	"toolPolicies":[{"match":"g/*","decision":"allow"}]}`)
+	p.wait(node("hold", "running"))
+	p.wait(node("after", "pending"))
+	p.shot("running")
+	close(g.open)
+	p.wait(node("hold", "completed"))
+	p.wait(node("after", "completed"))
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	if out := p.text(".result .output"); !strings.Contains(out, "opened") {
+		t.Errorf("result output %q, want the tool's text", out)
+	}
+	// The inspector shows the traced input and output.
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="after"]`)))
+	if got := p.text(".inspector"); !strings.Contains(got, "Output") || !strings.Contains(got, `"opened"`) {
+		t.Errorf("inspector %q lacks the node's output", got)
+	}
+	p.shot("done")
+}
+
+func TestPlaygroundFailedNodeShowsItsError(t *testing.T) {
+	p := openPlayground(t)
+	p.submit(`{"version":1,"workflow":{"nodes":[
+		{"id":"ok","type":"set","with":{"value":1}},
+		{"id":"boom","type":"fail","needs":["ok"],"with":{"message":"no such issue","code":"NOT_FOUND"}},
+		{"id":"never","type":"set","needs":["boom"],"with":{"value":2}}]}}`)
+	p.wait(node("boom", "failed"))
+	p.wait(node("never", "skipped"))
+	p.wait(`[data-panel="result"][data-status="failed"]`)
+	if got := p.text(`[data-node-id="boom"]`); !strings.Contains(got, "NOT_FOUND") {
+		t.Errorf("failed node shows %q, want its error code", got)
+	}
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="boom"]`)))
+	if got := p.text(".inspector"); !strings.Contains(got, "no such issue") {
+		t.Errorf("inspector %q lacks the error message", got)
+	}
+	p.shot("failed")
+}
+
+func TestPlaygroundMapShowsIterations(t *testing.T) {
+	p := openPlayground(t)
+	p.submit(`{"version":1,"workflow":{"nodes":[
+		{"id":"each","type":"map","with":{"items":["a","b","c","d"],"concurrency":2,"nodes":[
+			{"id":"up","type":"set","with":{"value":"${{ upper(item) }}"}},
+			{"id":"check","type":"fail","needs":["up"],"onError":"continue","when":"${{ index == 2 }}","with":{"message":"two","code":"BAD_ITEM"}}]}},
+		{"id":"report","type":"set","needs":["each"],"with":{"value":"${{ nodes.each.output }}"}}]}}`)
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	if got := p.text(`[data-node-id="each"] .extra`); got != "4 iterations · 1 failed" {
+		t.Errorf("map node says %q, want 4 iterations · 1 failed", got)
+	}
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="each"] [data-action="open"]`)))
+	// The failed iteration opens first, with its own graph.
+	p.wait(node("each[2].up", "completed"))
+	p.wait(node("each[2].check", "failed"))
+	p.shot("iteration")
+	// The iteration picker beside the crumbs goes to another one.
+	p.do(chromedp.Evaluate[chromedp.Void](`{const s = document.querySelector(".crumbs select"); s.value = "3"; s.dispatchEvent(new Event("change"));}`))
+	p.wait(node("each[3].up", "completed"))
+	p.wait(node("each[3].check", "skipped"))
+}
+
+func TestPlaygroundInvalidRequestListsProblems(t *testing.T) {
+	p := openPlayground(t)
+	req := `{"version": 1, "workflow": {"nodes": [
+  {"id": "a", "type": "set", "with": {"value": 1}},
+  {"id": "b", "type": "set", "needs": ["nope"], "with": {"value": 2}}
+]}}`
+	p.submit(req)
+	p.wait(`[data-panel="result"][data-status="invalid"]`)
+	sel := `li[data-path="workflow.nodes[1].needs[0]"]`
+	p.wait(sel)
+	p.shot("problems")
+	p.do(chromedp.Click(chromedp.CSS(sel)))
+	start := get(p, chromedp.Evaluate[int](`document.querySelector("textarea[name=request]").selectionStart`))
+	if want := strings.Index(req, `"nope"`); start != want {
+		t.Errorf("cursor at %d after clicking the problem, want %d (the needs entry)", start, want)
+	}
+}
+
+func TestPlaygroundConsentReRunsWithTheGrant(t *testing.T) {
+	p := openPlayground(t)
+	g := startGate(t)
+	p.submit(`{"version":1,"workflow":{"nodes":[
+		{"id":"page","type":"tool","with":{"toolset":"g","tool":"echo","arguments":{"message":"paged"}}}]},
+	"runtime":{"toolsets":[{"name":"g","url":"` + g.url + `"}]},
+	"toolPolicies":[{"match":"g/*","decision":"consent"}],"consentAvailable":true}`)
+	p.wait(`[data-panel="result"][data-status="suspended"]`)
+	p.wait(node("page", "suspended"))
+	if got := p.text(".consent"); !strings.Contains(got, "tool.call g/echo") {
+		t.Errorf("consent panel %q does not name the action", got)
+	}
+	p.shot("suspended")
+	p.do(chromedp.Click(chromedp.CSS(`button[data-action="grant"]`)))
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	p.wait(node("page", "completed"))
+	grants := get(p, chromedp.Value(chromedp.CSS(`textarea[name="grants"]`)))
+	if !strings.Contains(grants, `"g/echo"`) {
+		t.Errorf("grants field %q lacks the grant given", grants)
+	}
+}
+
+func TestPlaygroundStopInterruptsRunningNodes(t *testing.T) {
+	p := openPlayground(t)
+	g := startGate(t)
+	defer close(g.open)
+	p.submit(`{"version":1,"workflow":{"nodes":[
+		{"id":"hold","type":"tool","with":{"toolset":"g","tool":"wait","arguments":{}}}]},
+	"runtime":{"toolsets":[{"name":"g","url":"` + g.url + `"}]},
+	"toolPolicies":[{"match":"g/*","decision":"allow"}]}`)
+	p.wait(node("hold", "running"))
+	p.do(chromedp.Click(chromedp.CSS(`button[data-action="stop"]`)))
+	p.wait(node("hold", "interrupted"))
+	p.wait(`[data-panel="result"][data-status="failed"]`)
+}
+
+func TestPlaygroundKeepsTheTokenOutOfThePage(t *testing.T) {
+	p := openPlayground(t)
+	html := get(p, chromedp.OuterHTML(chromedp.CSS("html")))
+	href := get(p, chromedp.Location())
+	if strings.Contains(html, p.token) {
+		t.Error("the token is in the page's HTML")
+	}
+	if strings.Contains(href, p.token) || strings.Contains(href, "#") {
+		t.Errorf("the URL after load is %q, want it without the fragment", href)
+	}
+}
+
+func TestPlaygroundRefusesForeignHostsAndOrigins(t *testing.T) {
+	chromium(t) // the same -short and CI rules as the page's tests
+	s := startRun(t, []string{"-dev"}, nil)
+	token := await(t, devTokenAt, s.stdout)[1]
+	tests := []struct {
+		name, method, path string
+		header             map[string]string
+		want               int
+	}{
+		{"page", "GET", "/playground/", nil, http.StatusOK},
+		{"page, localhost", "GET", "/playground/", map[string]string{"Host": "localhost:8080"}, http.StatusOK},
+		{"page, rebound name", "GET", "/playground/", map[string]string{"Host": "evil.example:8080"}, http.StatusForbidden},
+		{"api, rebound name", "GET", "/v1/capabilities", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		{"cross-origin POST", "POST", "/v1/executions", map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"cross-origin POST, no fetch metadata", "POST", "/v1/executions", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"same-origin POST", "POST", "/v1/executions", map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, s.base+tt.path, strings.NewReader(`{"version":1,"workflow":{"nodes":[{"id":"a","type":"set","with":{"value":1}}]}}`))
+			req.Header.Set("Authorization", "Bearer "+token)
+			for k, v := range tt.header {
+				if k == "Host" {
+					req.Host = v
+				} else {
+					req.Header.Set(k, v)
+				}
+			}
+			resp, err := s.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.want)
+			}
+			if tt.path == "/playground/" && resp.StatusCode == http.StatusOK {
+				if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+					t.Errorf("Content-Security-Policy %q", csp)
+				}
+				if rp := resp.Header.Get("Referrer-Policy"); rp != "no-referrer" {
+					t.Errorf("Referrer-Policy %q", rp)
+				}
+			}
+		})
+	}
+}
+
+func TestPlaygroundLaysOutByNeeds(t *testing.T) {
+	p := openPlayground(t)
+	// The page's own layout module, on a diamond with a long edge: layers
+	// by the longest path, every node right of what it needs.
+	got := get(p, chromedp.Evaluate[[][]string](`import("/playground/layout.js").then(({layout}) => layout([
+		{id: "d", needs: ["b", "c", "a"]}, {id: "a"}, {id: "c", needs: ["a"]}, {id: "b", needs: ["a"]}, {id: "e", needs: ["a"]},
+	]).layers)`, chromedp.EvalAwaitPromise))
+	want := [][]string{{"a"}, {"c", "b", "e"}, {"d"}}
+	if len(got) != len(want) || len(got[1]) != 3 || got[0][0] != "a" || got[2][0] != "d" {
+		t.Errorf("layers %q, want %q (in some order within a layer)", got, want)
+	}
+}
+
+func TestPlaygroundRunsAThousandNodes(t *testing.T) {
+	p := openPlayground(t)
+	// Ten chains of a hundred set nodes each.
+	var nodes []string
+	for i := range 1000 {
+		needs := ""
+		if i >= 10 {
+			needs = `,"needs":["n` + itoa(i-10) + `"]`
+		}
+		nodes = append(nodes, `{"id":"n`+itoa(i)+`","type":"set"`+needs+`,"with":{"value":`+itoa(i)+`}}`)
+	}
+	p.submit(`{"version":1,"workflow":{"nodes":[` + strings.Join(nodes, ",") + `]}}`)
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	done := get(p, chromedp.Evaluate[int](`document.querySelectorAll('[data-node-id][data-state="completed"]').length`))
+	if done != 1000 {
+		t.Errorf("%d nodes shown completed, want 1000", done)
+	}
+	ms := get(p, chromedp.Evaluate[string](`document.querySelector(".foot .size").dataset.layoutMs`))
+	t.Logf("1000 nodes laid out and drawn in %s ms", ms)
+	p.shot("done")
+}
+
+func TestRunDevPrintsThePlaygroundURL(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", ":0"} {
+		t.Run(addr, func(t *testing.T) {
+			s := startRun(t, []string{"-dev"}, map[string]string{"RUNNER_ADDR": addr})
+			token := await(t, devTokenAt, s.stdout)[1]
+			m := await(t, regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/playground/#token=(\S+)`), s.stdout)
+			if m[2] != token {
+				t.Errorf("playground URL carries %q, want the dev token", m[2])
+			}
+			resp, err := s.client.Get(m[1] + "/playground/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("GET the printed page: status %d", resp.StatusCode)
+			}
+			if strings.Contains(s.stderr.String(), token) {
+				t.Errorf("the token is in the logs:\n%s", s.stderr)
+			}
+		})
+	}
+}
