@@ -532,6 +532,21 @@ func (c *docChecker) withMap(v any) {
 		case "nodes":
 			c.nodes(val, true)
 		case "output":
+		case "distribute":
+			c.withDistribute(val)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// withDistribute checks a map's distribute (engine/distribute.go).
+func (c *docChecker) withDistribute(v any) {
+	c.members(v, []string{"invocations"}, func(c *docChecker, k string, val any) bool {
+		switch k {
+		case "batchSize", "invocations":
+			c.integer(val, decOne, nil)
 		default:
 			return false
 		}

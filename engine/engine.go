@@ -76,6 +76,10 @@ type Execution struct {
 	models       *models.Table  // runtime.models, else the deployment's
 	http         *egress.Client // this execution's, released by Run
 	limits       Limits         // the engine's, defaults applied
+	// body is the request body, kept when a map distributes (fanout):
+	// each of its child invocations prepares the same request.
+	body   []byte
+	fanout bool
 }
 
 // prep is the state of one Prepare.
@@ -90,6 +94,7 @@ type prep struct {
 	svc         prepServices
 	limits      Limits           // the engine's, defaults applied
 	input       *lang.InputShape // the input schema of the document being compiled
+	fanout      bool             // a map distributes (with.distribute)
 }
 
 // Prepare checks an execution request before acceptance. The error is a
@@ -140,6 +145,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 	d.addErr("", err)
 	p.prepareServices()
 	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http, limits: p.limits}
+	defer func() { x.fanout = p.fanout }()
 	if doc == nil {
 		return x
 	}

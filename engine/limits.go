@@ -70,6 +70,10 @@ type Limits struct {
 	MaxDuration time.Duration
 	// Reserve is kept back from the deadline to write the terminal event.
 	Reserve time.Duration
+	// MaxFanOutInvocations is the operator's ceiling on the child
+	// invocations a distributed map runs at once (map with.distribute);
+	// 0, the default, turns distribution off: such a map is refused.
+	MaxFanOutInvocations int
 }
 
 // DefaultLimits are the limits of a runner configured with nothing.

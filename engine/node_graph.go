@@ -18,10 +18,12 @@ type mapStep struct {
 	sub       *graph
 	output    lang.Template
 	hasOutput bool
+	dist      *distribution // with.distribute; nil runs in process
 }
 
 func (mapKind) Prepare(c *Compiler) Step {
-	c.With("nodes", "output")
+	c.With("nodes", "output", "distribute")
+	dist := prepareDistribute(c)
 	// A literal array is known now: refuse it before acceptance rather than
 	// fail the execution later.
 	if lit, ok := c.Raw("items"); ok {
@@ -40,7 +42,7 @@ func (mapKind) Prepare(c *Compiler) Step {
 	if sub == nil {
 		return nil
 	}
-	s := &mapStep{sub: sub}
+	s := &mapStep{sub: sub, dist: dist}
 	if v, ok := c.Raw("output"); ok {
 		outer := c.sc
 		sc := &lang.Scope{
@@ -82,6 +84,16 @@ func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 	if err := f.Err(); err != nil {
 		return nil, err
 	}
+	if s.dist != nil && len(items) > 0 {
+		return s.distribute(ctx, call, items, max(1, conc))
+	}
+	return s.iterations(ctx, call, 0, items, max(1, conc))
+}
+
+// iterations runs the items, the first at index start, at most conc at
+// once, and returns their outputs in order. A child of a distributed map
+// runs its batch with it as the parent's map would in process.
+func (s *mapStep) iterations(ctx context.Context, call *Call, start int, items []any, conc int) ([]any, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := make([]any, len(items))
@@ -90,7 +102,7 @@ func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 		first error
 		wg    sync.WaitGroup
 	)
-	slots := make(chan struct{}, max(1, conc))
+	slots := make(chan struct{}, conc)
 loop:
 	for i, item := range items {
 		select {
@@ -106,7 +118,7 @@ loop:
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			v, err := s.iteration(ctx, call, i, item)
+			v, err := s.iteration(ctx, call, start+i, item)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {

@@ -36,6 +36,9 @@ type Services struct {
 	HTTP egress.Options
 	// Toolsets configures the MCP sessions of tool and agent nodes.
 	Toolsets toolsets.Options
+	// FanOut runs the batches of distributed maps in child invocations
+	// (Limits.MaxFanOutInvocations above 0); nil means none can run.
+	FanOut FanOut
 }
 
 // modelClients returns the clients model calls use.

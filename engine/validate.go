@@ -79,6 +79,9 @@ func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
 		x.discard()
 		return nil, err
 	}
+	if x.fanout {
+		x.body = body
+	}
 	return x, nil
 }
 

@@ -70,4 +70,7 @@ type Constraints struct {
 	MemoryBudget           int64 `json:"memoryBudgetBytes"`
 	MaxExprSteps           int64 `json:"maxExprSteps"`       // steps of one expression evaluation
 	MaxExprMemory          int64 `json:"maxExprMemoryBytes"` // bytes one evaluation may allocate
+	// MaxFanOutInvocations is the most child invocations a distributed map
+	// runs at once; 0: distribution is off.
+	MaxFanOutInvocations int `json:"maxFanOutInvocations"`
 }

@@ -39,6 +39,9 @@ const (
 	CodeOutputTooLarge       Code = "OUTPUT_TOO_LARGE"
 	CodeMemoryBudgetExceeded Code = "MEMORY_BUDGET_EXCEEDED"
 	CodeLimitExceeded        Code = "LIMIT_EXCEEDED"
+	// CodeInvocationFailed fails the items of a distributed map's batch
+	// whose child invocation could not run or ended without its result.
+	CodeInvocationFailed Code = "INVOCATION_FAILED"
 )
 
 // HTTPStatus is the status of a response whose error body carries code c.

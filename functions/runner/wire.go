@@ -46,6 +46,8 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		MaxExprMemory:  cfg.MaxExprMemory,
 		MaxDuration:    cfg.Timeout,
 		Reserve:        cfg.Reserve,
+
+		MaxFanOutInvocations: cfg.MaxFanOutInvocations,
 	}
 	eng := engine.New(limits)
 	eng.Logger = logger
@@ -131,6 +133,7 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 			MemoryBudget:           l.MemoryBudget,
 			MaxExprSteps:           l.MaxExprSteps,
 			MaxExprMemory:          l.MaxExprMemory,
+			MaxFanOutInvocations:   l.MaxFanOutInvocations,
 		},
 	}
 }

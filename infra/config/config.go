@@ -65,6 +65,17 @@ type Config struct {
 	MemoryBudget   int64 // RUNNER_MEMORY_BUDGET_BYTES (0: a quarter of MemoryMB)
 	MaxExprSteps   int64 // RUNNER_MAX_EXPR_STEPS: steps of one expression evaluation
 	MaxExprMemory  int64 // RUNNER_MAX_EXPR_MEMORY_BYTES: bytes one evaluation may allocate
+	// MaxFanOutInvocations (RUNNER_MAX_FANOUT_INVOCATIONS) is the most
+	// child invocations a distributed map runs at once; 0 turns
+	// distribution off.
+	MaxFanOutInvocations int
+	// FanOutFunction (RUNNER_FANOUT_FUNCTION) is the function name or ARN
+	// distributed maps invoke; empty: the function itself, at its version
+	// (AWS_LAMBDA_FUNCTION_NAME, AWS_LAMBDA_FUNCTION_VERSION).
+	FanOutFunction string
+	// FunctionVersion is AWS_LAMBDA_FUNCTION_VERSION, the qualifier of a
+	// fan-out to the function itself.
+	FunctionVersion string
 
 	Models []protocol.Model // RUNNER_MODELS: the deployment's model table, JSON
 
@@ -140,6 +151,9 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxOutputBytes:         r.int64("RUNNER_MAX_OUTPUT_BYTES", 256),
 		MaxExprSteps:           r.int64("RUNNER_MAX_EXPR_STEPS", 1_000),
 		MaxExprMemory:          r.int64("RUNNER_MAX_EXPR_MEMORY_BYTES", 1024),
+		MaxFanOutInvocations:   r.int("RUNNER_MAX_FANOUT_INVOCATIONS", 0, 10_000),
+		FanOutFunction:         strings.TrimSpace(getenv("RUNNER_FANOUT_FUNCTION")),
+		FunctionVersion:        strings.TrimSpace(getenv("AWS_LAMBDA_FUNCTION_VERSION")),
 
 		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1),
 		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 1, 900_000)) * time.Millisecond,

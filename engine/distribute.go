@@ -1,0 +1,439 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/protocol"
+	"github.com/runnerd/lambda-runner/protocol/redact"
+)
+
+// This file is the parent's side of a distributed map (with.distribute):
+// the map's items are cut into batches, each batch runs in another
+// invocation of this function through Services.FanOut, and the children's
+// events come back through the parent's own sink. batch.go is the child's
+// side; both share the event and the end line defined there.
+
+// FanOut starts child invocations of this function for the batches of a
+// distributed map. engine/fanout's Client is one (Lambda's
+// InvokeWithResponseStream).
+type FanOut interface {
+	// Invoke runs one child invocation whose event is payload (what
+	// Engine.ServeBatch reads) and returns its response stream as it is
+	// produced. The caller closes it; cancelling ctx ends the invocation's
+	// stream. An invocation that is throttled is retried until ctx ends.
+	Invoke(ctx context.Context, payload []byte) (io.ReadCloser, error)
+}
+
+// MaxBatchPayloadBytes bounds the event of one child invocation: Lambda's
+// invoke payload limit (6 MB) less room for the request's own framing.
+const MaxBatchPayloadBytes = 6<<20 - 64<<10
+
+// distribution is a map's with.distribute, checked at Prepare.
+type distribution struct {
+	batchSize   int // 0: chosen by the runner
+	invocations int
+}
+
+// prepareDistribute checks with.distribute: literal numbers only, since
+// how the work is spread is fixed before any node runs.
+func prepareDistribute(c *Compiler) *distribution {
+	raw, ok := c.Raw("distribute")
+	if !ok {
+		return nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		c.Errorf("distribute", "must be an object {batchSize?, invocations}, got %s", jsonKind(raw))
+		return nil
+	}
+	limit := c.Limits().MaxFanOutInvocations
+	if limit <= 0 {
+		c.Errorf("distribute", "this runner does not distribute maps: RUNNER_MAX_FANOUT_INVOCATIONS is 0 (capabilities constraints.maxFanOutInvocations); remove distribute to run the map in one invocation")
+		return nil
+	}
+	// Only a map of the workflow's own top-level graph fans out: its
+	// outer scope is the top-level nodes and the input, which a batch can
+	// carry; a child never fans out again.
+	if strings.Count(c.n.path, ".nodes[") != 1 || !strings.HasPrefix(c.n.path, "workflow.nodes[") {
+		c.Errorf("distribute", "only a map among the workflow's top-level nodes can be distributed (not one inside a map or a child workflow)")
+		return nil
+	}
+	d := &distribution{}
+	whole := func(field string, required bool, hi int) (int, bool) {
+		v, present := m[field]
+		if !present {
+			if required {
+				c.Errorf("distribute."+field, "required: the most child invocations running at once")
+			}
+			return 0, false
+		}
+		n, isInt := asInt(v)
+		if !isInt || n < 1 || n > hi {
+			c.Errorf("distribute."+field, "must be a whole number from 1 to %d", hi)
+			return 0, false
+		}
+		return n, true
+	}
+	for k := range m {
+		if k != "batchSize" && k != "invocations" {
+			c.Errorf("distribute."+k, "unknown field (distribute has batchSize and invocations)")
+		}
+	}
+	d.batchSize, _ = whole("batchSize", false, c.Limits().MaxMapItems)
+	n, ok := whole("invocations", true, 10_000)
+	if !ok {
+		return nil
+	}
+	d.invocations = n
+	c.p.fanout = true
+	return d
+}
+
+// batch is a run of consecutive items sent to one child.
+type batch struct {
+	start int
+	items []json.RawMessage
+}
+
+// batches cuts items into batches of at most size items whose encoded
+// items fit in room bytes. An item alone over room is an error naming it.
+func batches(items []json.RawMessage, size int, room int) ([]batch, error) {
+	var out []batch
+	cur := batch{}
+	used := 0
+	for i, it := range items {
+		n := len(it) + 1 // and its comma
+		if n > room {
+			return nil, Errorf(protocol.CodeLimitExceeded, "item %d is %d bytes encoded, over what one child invocation's event can carry (%d bytes with the request)", i, len(it), room)
+		}
+		if len(cur.items) > 0 && (len(cur.items) == size || used+n > room) {
+			out = append(out, cur)
+			cur, used = batch{}, 0
+		}
+		if len(cur.items) == 0 {
+			cur.start = i
+		}
+		cur.items = append(cur.items, it)
+		used += n
+	}
+	if len(cur.items) > 0 {
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// distribute runs the map's items in child invocations and returns their
+// outputs in item order, failing as the in-process map would.
+func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc int) ([]any, error) {
+	r := call.r
+	fo := r.x.e.Services.FanOut
+	if fo == nil || r.x.body == nil {
+		return nil, Errorf(protocol.CodeInvocationFailed, "this runner has no fan-out client configured")
+	}
+	enc := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, Errorf(protocol.CodeFailed, "item %d cannot be encoded: %v", i, err)
+		}
+		enc[i] = b
+	}
+	scope, err := outerStates(call)
+	if err != nil {
+		return nil, err
+	}
+	deadline, _ := ctx.Deadline()
+	head := batchDoc{
+		Version: batchVersion, ExecutionID: r.id, Request: r.x.body, Node: call.n.id,
+		Concurrency: conc, Scope: scope, DeadlineMs: deadline.UnixMilli(),
+	}
+	probe, err := json.Marshal(batchEvent{Batch: &head})
+	if err != nil {
+		return nil, Errorf(protocol.CodeFailed, "batch event: %v", err)
+	}
+	room := MaxBatchPayloadBytes - len(probe) - 64
+	if room <= 0 {
+		return nil, Errorf(protocol.CodeLimitExceeded, "the request and the outer nodes' outputs take %d bytes, over what one child invocation's event can carry (%d bytes)", len(probe), MaxBatchPayloadBytes)
+	}
+	inv := min(s.dist.invocations, r.x.limits.MaxFanOutInvocations)
+	size := s.dist.batchSize
+	if size == 0 {
+		size = (len(items) + inv - 1) / inv
+	}
+	bs, err := batches(enc, max(1, size), room)
+	if err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make([]any, len(items))
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	slots := make(chan struct{}, inv)
+loop:
+	for _, b := range bs {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			break loop
+		}
+		if call.suspending() || ctx.Err() != nil {
+			<-slots
+			break
+		}
+		doc := head
+		doc.Start, doc.Items = b.start, b.items
+		doc.Nodes = r.nodes.Load()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			vals, err := s.runBatch(ctx, call, fo, &doc)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				cancel()
+				return
+			}
+			copy(out[doc.Start:], vals)
+		}()
+	}
+	wg.Wait()
+	switch {
+	case first != nil:
+		return nil, first
+	case call.suspending():
+		return nil, errSuspended
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+// outerStates returns the states of the top-level nodes the map may read
+// (its ancestors that have ended), as a batch carries them.
+func outerStates(call *Call) (map[string]batchState, error) {
+	g := call.gr.g
+	i, ok := g.index[call.n.id]
+	if !ok {
+		return nil, nil
+	}
+	out := map[string]batchState{}
+	for _, id := range g.ancestorIDs(i, nil) {
+		k := g.index[id]
+		st := call.gr.states[k]
+		if st.status == "" || k == i {
+			continue
+		}
+		bs := batchState{Status: st.status}
+		if st.output != nil {
+			b, err := json.Marshal(st.output)
+			if err != nil {
+				return nil, Errorf(protocol.CodeFailed, "output of node %s cannot be encoded for the batches: %v", id, err)
+			}
+			bs.Output = b
+		}
+		if st.err != nil {
+			bs.Error = &protocol.NodeError{Code: st.err.Code, Message: st.err.Message}
+		}
+		out[id] = bs
+	}
+	return out, nil
+}
+
+// runBatch runs one batch in a child invocation and forwards its events.
+// It returns the batch's outputs, or the failure that ends the map.
+func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc) ([]any, error) {
+	r := call.r
+	last := doc.Start + len(doc.Items) - 1
+	what := fmt.Sprintf("batch of items %d to %d", doc.Start, last)
+	payload, err := json.Marshal(batchEvent{Batch: doc})
+	if err != nil {
+		return nil, Errorf(protocol.CodeFailed, "%s: encoding its event: %v", what, err)
+	}
+	rc, err := fo.Invoke(ctx, payload)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation failed: %s", what, r.x.redact.String(err.Error()))
+	}
+	defer rc.Close()
+	end, err := r.forward(ctx, call.ID+"[", rc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var ne *NodeError
+		if errors.As(err, &ne) {
+			return nil, ne
+		}
+		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation ended without its result: %s", what, r.x.redact.String(err.Error()))
+	}
+	r.usage.inputTokens.Add(end.Usage.InputTokens)
+	r.usage.outputTokens.Add(end.Usage.OutputTokens)
+	r.usage.modelCalls.Add(end.Usage.ModelCalls)
+	r.usage.toolCalls.Add(end.Usage.ToolCalls)
+	r.usage.httpRequests.Add(end.Usage.HTTPRequests)
+	if len(end.Suspended) > 0 {
+		r.mu.Lock()
+		r.suspensions = append(r.suspensions, end.Suspended...)
+		r.mu.Unlock()
+		r.suspended.Store(true)
+		return nil, errSuspended
+	}
+	if f := end.Failure; f != nil {
+		return nil, &graphFailure{nodeID: f.NodeID, err: &NodeError{Code: f.Code, Message: f.Message}}
+	}
+	if len(end.Outputs) != len(doc.Items) {
+		return nil, Errorf(protocol.CodeInvocationFailed, "%s: the child returned %d outputs for %d items", what, len(end.Outputs), len(doc.Items))
+	}
+	vals := make([]any, len(end.Outputs))
+	var size int64
+	for i, o := range end.Outputs {
+		v, err := decodeJSON(o)
+		if err != nil {
+			return nil, Errorf(protocol.CodeInvocationFailed, "%s: output %d is not JSON", what, doc.Start+i)
+		}
+		vals[i] = v
+		size += lang.SizeOf(v)
+	}
+	// The iterations' outputs were held in the child; here they are held
+	// again until the map ends, as an in-process map holds them.
+	if l := r.x.limits; r.budget.Add(size) > l.MemoryBudget {
+		r.budget.Add(-size)
+		return nil, Errorf(protocol.CodeMemoryBudgetExceeded, "%s: its outputs would put node outputs over the execution's memory budget of %d bytes", what, l.MemoryBudget)
+	}
+	return vals, nil
+}
+
+// forward reads a child's stream: each event is emitted through the
+// parent's sink (so the parent's bounds and redaction apply again), node
+// instances are counted against maxNodes, and the end line is returned.
+func (r *run) forward(ctx context.Context, prefix string, rc io.Reader) (*batchEnd, error) {
+	br := bufio.NewReaderSize(rc, 64<<10)
+	// A line carries one event (bounded by maxEventBytes in the child) or
+	// the end with the batch's outputs (bounded by the memory budget).
+	limit := r.x.limits.MemoryBudget + int64(r.x.limits.MaxEventBytes) + 64<<10
+	var line []byte
+	for {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if int64(len(line)) > limit {
+			return nil, fmt.Errorf("a line of the child's stream is over %d bytes", limit)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		end, err := r.forwardLine(prefix, line)
+		if err != nil || end != nil {
+			return end, err
+		}
+		line = line[:0]
+	}
+}
+
+// forwardLine emits one event line of a child, or returns its end.
+func (r *run) forwardLine(prefix string, line []byte) (*batchEnd, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		return nil, fmt.Errorf("a line of the child's stream is not JSON: %w", err)
+	}
+	var ev protocol.Event
+	switch head.Type {
+	case batchEndType:
+		var end batchEnd
+		if err := json.Unmarshal(line, &end); err != nil {
+			return nil, fmt.Errorf("the child's end line: %w", err)
+		}
+		return &end, nil
+	case protocol.TypeNodeStarted:
+		ev = &protocol.NodeStarted{}
+	case protocol.TypeNodeCompleted:
+		ev = &protocol.NodeCompleted{}
+	case protocol.TypeNodeFailed:
+		ev = &protocol.NodeFailed{}
+	case protocol.TypeNodeSuspended:
+		ev = &protocol.NodeSuspended{}
+	case protocol.TypePermissionDecision:
+		ev = &protocol.PermissionDecision{}
+	default:
+		return nil, fmt.Errorf("the child's stream has an event of type %q", head.Type)
+	}
+	if err := json.Unmarshal(line, ev); err != nil {
+		return nil, fmt.Errorf("a %s event of the child: %w", head.Type, err)
+	}
+	red := r.x.redact
+	var id string
+	switch e := ev.(type) {
+	case *protocol.NodeStarted:
+		id, e.Input = e.NodeID, r.reredact(e.Input)
+		if e.Attempt == 1 {
+			if n := r.nodes.Add(1); n > int64(r.x.limits.MaxNodes) {
+				return nil, Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes", r.x.limits.MaxNodes)
+			}
+		}
+	case *protocol.NodeCompleted:
+		id, e.Output = e.NodeID, r.reredact(e.Output)
+	case *protocol.NodeFailed:
+		id, e.Error.Message = e.NodeID, red.String(e.Error.Message)
+		if !e.Retrying {
+			r.failed.add(e.NodeType, string(e.Error.Code))
+		}
+	case *protocol.NodeSuspended:
+		id, e.Request.Resource = e.NodeID, red.String(e.Request.Resource)
+	case *protocol.PermissionDecision:
+		id, e.Resource, e.Reason = e.NodeID, red.String(e.Resource), red.String(e.Reason)
+	}
+	// A child runs iterations of this map only: anything else is not
+	// passed on.
+	if !strings.HasPrefix(id, prefix) {
+		return nil, fmt.Errorf("the child's stream names node %q, outside the map", red.String(id))
+	}
+	_ = r.sink.Emit(ev)
+	return nil, nil
+}
+
+// reredact passes a child's traced value through the parent's redactor.
+func (r *run) reredact(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return b
+	}
+	out := r.x.redact.Bytes(b)
+	if !json.Valid(out) {
+		m, _ := json.Marshal(redact.Marker)
+		return m
+	}
+	return out
+}
+
+// batchDeadline is the deadline a child runs to: the parent's execution
+// deadline, so that the parent still has its reserve to end the stream.
+func batchDeadline(ms int64) time.Time { return time.UnixMilli(ms) }
