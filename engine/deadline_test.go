@@ -34,7 +34,7 @@ func TestDeadline(t *testing.T) {
 		name:    "a slow node is stopped at the execution deadline",
 		wf:      `{"nodes":[{"id":"slow","type":"probe","with":{"block":true}}]}`,
 		nodeID:  "slow",
-		message: "deadline exceeded",
+		message: "DEADLINE_EXCEEDED: deadline exceeded",
 		failed:  []string{"slow=DEADLINE_EXCEEDED"},
 		after:   budget - reserve,
 		within:  budget,
@@ -42,7 +42,7 @@ func TestDeadline(t *testing.T) {
 		name:    "a node timeout past the deadline is clipped to it",
 		wf:      `{"nodes":[{"id":"slow","type":"probe","timeoutMs":60000,"with":{"sleepMs":60000}}]}`,
 		nodeID:  "slow",
-		message: "deadline exceeded",
+		message: "DEADLINE_EXCEEDED: deadline exceeded",
 		failed:  []string{"slow=DEADLINE_EXCEEDED"},
 		after:   budget - reserve,
 		within:  budget,
@@ -58,7 +58,7 @@ func TestDeadline(t *testing.T) {
 		wf: `{"nodes":[{"id":"each","type":"map","with":{"items":[1],"nodes":[
 			{"id":"slow","type":"probe","with":{"block":true}}]}}]}`,
 		nodeID:  "each[0].slow",
-		message: "deadline exceeded",
+		message: "DEADLINE_EXCEEDED: deadline exceeded",
 		failed:  []string{"each[0].slow=DEADLINE_EXCEEDED", "each=DEADLINE_EXCEEDED"},
 		after:   budget - reserve,
 		within:  budget,
@@ -66,7 +66,7 @@ func TestDeadline(t *testing.T) {
 		name:    "slow nodes inside a child workflow",
 		wf:      `{"nodes":[{"id":"call","type":"workflow","with":{"workflow":"slowchild"}}]}`,
 		nodeID:  "call.slow",
-		message: "deadline exceeded",
+		message: "DEADLINE_EXCEEDED: deadline exceeded",
 		failed:  []string{"call.slow=DEADLINE_EXCEEDED", "call=DEADLINE_EXCEEDED"},
 		after:   budget - reserve,
 		within:  budget,
@@ -75,7 +75,7 @@ func TestDeadline(t *testing.T) {
 		wf:      `{"nodes":[{"id":"slow","type":"probe","with":{"block":true}}]}`,
 		ctxNone: true,
 		nodeID:  "slow",
-		message: "deadline exceeded",
+		message: "DEADLINE_EXCEEDED: deadline exceeded",
 		after:   budget - reserve,
 		within:  budget,
 	}}
@@ -146,7 +146,7 @@ func TestDeadlineAlreadyPassed(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	s := wtRun(t, ctx, e, wtReq(t, `{"nodes":[{"id":"a","type":"probe","with":{"value":1}}]}`, ""))
-	if ee := s.execError(t); ee.Message != "deadline exceeded" || ee.NodeID != "" {
+	if ee := s.execError(t); ee.Message != "DEADLINE_EXCEEDED: deadline exceeded" || ee.NodeID != "" {
 		t.Errorf("terminal error %s, want \"deadline exceeded\" naming no node", wtJSON(ee))
 	}
 	if took := time.Since(began); took > 100*time.Millisecond {
@@ -168,7 +168,7 @@ func TestCancelledByCaller(t *testing.T) {
 	time.AfterFunc(50*time.Millisecond, cancel)
 	s := wtRun(t, ctx, e, wtReq(t, wf, ""))
 	ee := s.execError(t)
-	if ee.Message == "deadline exceeded" {
+	if ee.Message == "DEADLINE_EXCEEDED: deadline exceeded" {
 		t.Errorf("terminal error %s: a cancellation is not a deadline", wtJSON(ee))
 	}
 	for _, id := range []string{"each[0].p", "each[1].p", "each[2].p", "q"} {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 
@@ -33,7 +34,15 @@ type Engine struct {
 	kinds map[string]Kind
 	// defaultClients serves model calls when Services.Models is nil.
 	defaultClients *models.Clients
+	// closing counts the toolset closes of finished executions, which run
+	// after Run has returned (see run.closeServices).
+	closing sync.WaitGroup
 }
+
+// WaitClosed waits for the services of the executions that have finished
+// to be closed: the goodbyes to their MCP servers, which run after Run has
+// returned so that they never hold the response, each within the reserve.
+func (e *Engine) WaitClosed() { e.closing.Wait() }
 
 // New returns an engine with the built-in node types.
 func New(limits Limits) *Engine {

@@ -258,6 +258,7 @@ func gateRun(t *testing.T, e *Engine, h *gateHarness, body string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	x.Run(ctx, h)
+	e.WaitClosed() // the toolsets close after Run returns
 }
 
 // gateStatus is the run's outcome: completed, suspended or failed.

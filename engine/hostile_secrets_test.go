@@ -56,6 +56,7 @@ func secretsRun(t *testing.T, req string, mod func(*Services)) (stream, logs str
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	x.Run(ctx, protocol.NewWriter(&out, testExecutionID, nil))
+	e.WaitClosed() // its log lines too
 	return out.String(), lb.String()
 }
 

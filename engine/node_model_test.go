@@ -76,6 +76,8 @@ func (s *syncBuffer) String() string {
 func svcEngine(t *testing.T, mod func(*Services)) (*Engine, *syncBuffer) {
 	t.Helper()
 	e := New(DefaultLimits())
+	// The toolsets of a finished execution close after Run returns.
+	t.Cleanup(e.WaitClosed)
 	logs := &syncBuffer{}
 	e.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/toolsets"
@@ -75,6 +77,16 @@ func (c *Call) callTool(ctx context.Context, ts, tool string, args map[string]an
 	if set == nil || !set.Has(ts) {
 		return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
 	}
+	// Only a tool the server listed, by its exact name: a server that
+	// matches names loosely must not run "Delete_repo" for a policy that
+	// decided on "delete_repo" (or on nothing the server offers).
+	list, err := set.Tools(ctx, ts)
+	if err != nil {
+		return nil, toolError(ctx, err)
+	}
+	if !slices.ContainsFunc(list, func(t toolsets.Tool) bool { return t.Name == tool }) {
+		return nil, Errorf(protocol.CodeToolError, "toolset %q lists no tool named %q%s", ts, tool, listedHint(list, tool))
+	}
 	resource := ts + "/" + tool
 	if err := c.Authorize(ctx, protocol.ActionToolCall, resource); err != nil {
 		return nil, err
@@ -92,6 +104,17 @@ func (c *Call) callTool(ctx context.Context, ts, tool string, args map[string]an
 	}
 	res.Structured = sc.value(res.Structured)
 	return res, nil
+}
+
+// listedHint names the listed tool that differs from tool only in case,
+// else nothing: names are matched exactly.
+func listedHint(list []toolsets.Tool, tool string) string {
+	for _, t := range list {
+		if strings.EqualFold(t.Name, tool) {
+			return fmt.Sprintf(" (names are case-sensitive: it lists %q)", t.Name)
+		}
+	}
+	return ""
 }
 
 // toolError maps a toolset failure to the node's code. A call that ended

@@ -138,6 +138,7 @@ func TestRedaction(t *testing.T) {
 			x := prepareReq(t, e, tt.req(ev).String())
 			var stream bytes.Buffer
 			x.Run(t.Context(), protocol.NewWriter(&stream, testExecutionID, nil))
+			e.WaitClosed() // its log lines too
 
 			all := stream.String() + "\n" + logs.String()
 			for _, secret := range tt.secrets {

@@ -142,25 +142,36 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status proto
 				return protocol.StatusCompleted, ""
 			}
 		}
-		r.fail("", "workflow output: "+r.x.redact.String(oerr.Error()))
+		// Named with its code, as a node's failure is.
+		ocode, msg := protocol.CodeExpressionError, oerr.Error()
+		var ne *NodeError
+		if errors.As(oerr, &ne) {
+			ocode, msg = ne.Code, ne.Message
+		}
+		r.fail("", fmt.Sprintf("%s: workflow output: %s", ocode, r.x.redact.String(msg)))
 		code = protocol.CodeExecutionFailed
 	case errors.As(err, &f) && f.err.Code == protocol.CodeDeadlineExceeded:
 		// The node did not fail on its own: the execution ran out of time
 		// while it ran. Say that, as when no node was running.
-		r.fail(f.nodeID, "deadline exceeded")
+		r.fail(f.nodeID, msgDeadline)
 		code = protocol.CodeDeadlineExceeded
 	case f != nil:
 		r.fail(f.nodeID, fmt.Sprintf("node %s failed: %s: %s", f.nodeID, f.err.Code, r.x.redact.String(f.err.Message)))
 		code = f.err.Code
 	case errors.Is(context.Cause(ctx), errDeadline):
-		r.fail("", "deadline exceeded")
+		r.fail("", msgDeadline)
 		code = protocol.CodeDeadlineExceeded
 	default:
-		r.fail("", "cancelled: "+r.x.redact.String(err.Error()))
+		r.fail("", "CANCELLED: cancelled: "+r.x.redact.String(err.Error()))
 		code = protocol.CodeCancelled
 	}
 	return protocol.StatusFailed, code
 }
+
+// msgDeadline is the terminal message of an execution out of time. Every
+// terminal message names its code first ("CODE: …", or "node X failed:
+// CODE: …" for a node at fault), so that one vocabulary serves them all.
+const msgDeadline = "DEADLINE_EXCEEDED: deadline exceeded"
 
 func (r *run) fail(nodeID, msg string) {
 	_ = r.sink.Finish(&protocol.Error{Error: protocol.ExecutionError{Code: protocol.CodeExecutionFailed, Message: msg, NodeID: nodeID}})

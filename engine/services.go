@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"time"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/glob"
@@ -166,24 +167,37 @@ func (x *Execution) openServices() *runServices {
 	return s
 }
 
-// close releases the services once the terminal event is written, so
-// that goodbyes to MCP servers do not delay the result. Failures only
-// matter to operators: they are logged, redacted.
+// closeServices releases the services once the terminal event is
+// written. The toolsets' goodbyes (a DELETE per session, which a server may
+// never answer) run after Run has returned, so that they never hold the
+// response, and within the reserve and the caller's deadline, so that they
+// never outlive the invocation. Failures only matter to operators: they
+// are logged, redacted. ctx is the caller's.
 func (r *run) closeServices(ctx context.Context) {
 	s := r.svc
 	if s == nil {
 		return
 	}
-	if s.tools != nil {
-		if err := s.tools.Close(); err != nil {
-			r.x.e.Logger.LogAttrs(ctx, slog.LevelWarn, "closing toolsets",
-				slog.String("executionId", r.id),
-				slog.String("error", r.x.redact.String(err.Error())))
-		}
-	}
 	if s.http != nil {
 		s.http.Close()
 	}
+	if s.tools == nil {
+		return
+	}
+	by := time.Now().Add(r.x.limits.Reserve)
+	if d, ok := ctx.Deadline(); ok && d.Before(by) {
+		by = d
+	}
+	e := r.x.e
+	e.closing.Go(func() {
+		cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
+		defer cancel()
+		if err := s.tools.CloseBy(cctx); err != nil {
+			e.Logger.LogAttrs(cctx, slog.LevelWarn, "closing toolsets",
+				slog.String("executionId", r.id),
+				slog.String("error", r.x.redact.String(err.Error())))
+		}
+	})
 }
 
 // replyLimit is the read limit of one model reply.

@@ -137,11 +137,17 @@ func (s *Set) awaitNotices() {
 			case <-tr.started:
 			case <-grace.C:
 				expired = true
+			case <-s.stop.Done():
+				return // CloseBy's bound: the notices are aborted
 			}
 		}
 		select {
 		case <-tr.started:
-			<-tr.finished
+			select {
+			case <-tr.finished:
+			case <-s.stop.Done():
+				return
+			}
 		default:
 		}
 	}

@@ -69,6 +69,10 @@ type Set struct {
 	// ctx is the parent of every connect, so that Close can abort them.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// stop ends the goodbyes (session DELETEs, cancellation notices) in
+	// progress: CloseBy's bound.
+	stop       context.Context
+	stopCancel context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
@@ -123,6 +127,7 @@ func New(defs []protocol.Toolset, opts Options) *Set {
 		reads:    reads{response: opts.MaxResponseBytes, list: opts.MaxListBytes, pages: opts.MaxListPages, inFlight: opts.InFlight},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.stop, s.stopCancel = context.WithCancel(context.Background())
 
 	base := opts.HTTPClient
 	if base == nil {
@@ -142,6 +147,7 @@ func New(defs []protocol.Toolset, opts Options) *Set {
 		}
 		hc := *base // keeps the caller's redirect policy and jar
 		hc.Transport = newHeaderTransport(rt, d.URL, d.Headers, s.reads)
+		hc.Transport.(*headerTransport).stop = s.stop
 		s.toolsets[d.Name] = &toolset{
 			set:     s,
 			def:     d,
@@ -280,10 +286,22 @@ func (s *Set) Close() error {
 		}
 	}
 	wg.Wait()
+	s.stopCancel()
 	if s.ownTransport != nil {
 		s.ownTransport.CloseIdleConnections()
 	}
 	return errors.Join(errs...)
+}
+
+// CloseBy is Close bounded by ctx: when ctx ends, the goodbyes still in
+// progress (a session DELETE a server does not answer, a cancellation
+// notice) are aborted and CloseBy returns at once, leaving nothing of the
+// Set running. The engine gives it what is left of the execution's
+// reserve, so that closing never outlives the invocation.
+func (s *Set) CloseBy(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, s.stopCancel)
+	defer stop()
+	return s.Close()
 }
 
 // begin starts one operation on t (on tool, empty for listing) and returns

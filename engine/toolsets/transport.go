@@ -66,6 +66,9 @@ type headerTransport struct {
 	origin url.URL
 	// reads bound every response body while the SDK reads it.
 	reads reads
+	// stop, when not nil, aborts the goodbyes (DELETE, notices) in flight
+	// when it ends (Set.CloseBy).
+	stop context.Context
 }
 
 func newHeaderTransport(base http.RoundTripper, endpoint string, headers map[string]string, r reads) *headerTransport {
@@ -81,10 +84,20 @@ func newHeaderTransport(base http.RoundTripper, endpoint string, headers map[str
 
 // RoundTrip implements http.RoundTripper.
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	goodbye := req.Method == http.MethodDelete
 	if end := noticeBegins(req); end != nil {
 		// The notice is a notification: the server answers 202 with no
 		// body, so it has ended when RoundTrip returns.
 		defer end()
+		goodbye = true
+	}
+	if goodbye && t.stop != nil {
+		// The SDK closes a goodbye's body unread, as soon as it has it.
+		ctx, cancel := context.WithCancel(req.Context())
+		unhook := context.AfterFunc(t.stop, cancel)
+		defer unhook()
+		defer cancel()
+		req = req.WithContext(ctx)
 	}
 	lim := t.reads.responseLimit(req)
 	if err := lim.Err(); err != nil {

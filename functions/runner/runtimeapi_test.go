@@ -193,7 +193,7 @@ func TestStreamingLeavesAsItHappens(t *testing.T) {
 // The invocation's deadline, not the configured timeout, ends an
 // execution, in band: with less time left than the reserve (500 ms), the
 // same execution that completes under a distant deadline ends with
-// EXECUTION_FAILED "deadline exceeded" right after accepted.
+// EXECUTION_FAILED "DEADLINE_EXCEEDED: deadline exceeded" right after accepted.
 func TestInvocationDeadlineEndsExecution(t *testing.T) {
 	a := startRuntimeAPI(t, lambdaEnv(t, nil))
 	hello := helloBody(t)
@@ -219,7 +219,7 @@ func TestInvocationDeadlineEndsExecution(t *testing.T) {
 			}
 			if tt.wantType == "error" {
 				e, _ := last["error"].(map[string]any)
-				if e["code"] != "EXECUTION_FAILED" || e["message"] != "deadline exceeded" {
+				if e["code"] != "EXECUTION_FAILED" || e["message"] != "DEADLINE_EXCEEDED: deadline exceeded" {
 					t.Errorf("error %v, want EXECUTION_FAILED, deadline exceeded", e)
 				}
 			}
