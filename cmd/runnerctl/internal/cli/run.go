@@ -255,7 +255,7 @@ func report(env *Env, last protocol.Terminal, end error) error {
 			fmt.Fprintf(env.Out, "relaunch with authorization.grants for these to go on\r\n")
 			return exit(ExitSuspended, nil)
 		}
-		fmt.Fprintf(env.Out, "completed in %s\r\n", time.Duration(t.DurationMs)*time.Millisecond)
+		fmt.Fprintf(env.Out, "completed in %s\r\n", progress.Millis(t.DurationMs))
 		fmt.Fprint(env.Out, strings.ReplaceAll(pretty(t.Output), "\n", "\r\n")+"\r\n")
 		return exit(ExitOK, nil)
 	case *protocol.Error:

@@ -5,6 +5,8 @@ package progress
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,9 +103,36 @@ func (b *Board) node(id string) *Node {
 		b.top = append(b.top, n)
 	} else {
 		p := b.node(pid)
-		p.children = append(p.children, n)
+		p.children = insert(p.children, n)
 	}
 	return n
+}
+
+// insert adds n to a node's children: map items in index order, whatever
+// order their first events came in (concurrent items start in any order),
+// every other child after those already there.
+func insert(children []*Node, n *Node) []*Node {
+	i, ok := itemIndex(n)
+	if !ok {
+		return append(children, n)
+	}
+	at := len(children)
+	for k, c := range children {
+		if j, isItem := itemIndex(c); isItem && j > i {
+			at = k
+			break
+		}
+	}
+	return slices.Insert(children, at, n)
+}
+
+// itemIndex is the index of a map item's heading ("[12]").
+func itemIndex(n *Node) (int, bool) {
+	if !n.group {
+		return 0, false
+	}
+	i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(n.label, "["), "]"))
+	return i, err == nil
 }
 
 // Apply records one event.
@@ -184,9 +213,9 @@ func (n *Node) line(depth int, now time.Time) string {
 	}
 	switch {
 	case n.State == Running:
-		b.WriteString(" · " + round(now.Sub(n.Started)))
+		b.WriteString(" · " + Duration(now.Sub(n.Started)))
 	case n.State == Completed || n.State == Failed:
-		b.WriteString(" · " + round(n.Duration))
+		b.WriteString(" · " + Millis(n.Duration.Milliseconds()))
 	}
 	if n.Detail != "" {
 		b.WriteString(" · " + n.Detail)
@@ -205,12 +234,28 @@ func Clean(s string) string {
 	}, s)
 }
 
-func round(d time.Duration) string {
+// Millis shows a duration from an event (durationMs): the protocol counts
+// whole milliseconds, so 0 is "<1 ms".
+func Millis(ms int64) string {
+	if ms == 0 {
+		return "<1 ms"
+	}
+	return Duration(time.Duration(ms) * time.Millisecond)
+}
+
+// Duration shows d for people, to a sensible precision: "0.4 ms",
+// "12 ms", "1.5 s", "2m5s". Go's own rounding to the millisecond would
+// show a quick node as "0s".
+func Duration(d time.Duration) string {
 	switch {
+	case d < 0:
+		return "0 ms"
+	case d < time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
 	case d < time.Second:
-		return d.Round(time.Millisecond).String()
+		return strconv.FormatInt(d.Round(time.Millisecond).Milliseconds(), 10) + " ms"
 	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
 	}
 	return d.Round(time.Second).String()
 }

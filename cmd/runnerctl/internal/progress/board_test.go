@@ -31,12 +31,13 @@ func TestBoardNestsAndTracksAttempts(t *testing.T) {
 	}
 	now = now.Add(2 * time.Second)
 	want := []string{
-		"… each (map) running · attempt 1 · 2s",
-		"  [1]",
-		"    ✓ tag (set) completed · attempt 2 · 1.5s",
+		"… each (map) running · attempt 1 · 2.0 s",
+		// Items in index order, though [1] started first.
 		"  [0]",
-		"    … tag (set) running · attempt 1 · 2s",
-		"… review (workflow) running · attempt 1 · 2s",
+		"    … tag (set) running · attempt 1 · 2.0 s",
+		"  [1]",
+		"    ✓ tag (set) completed · attempt 2 · 1.5 s",
+		"… review (workflow) running · attempt 1 · 2.0 s",
 		"    permission allow workflow.run lint: default",
 		"  ⏸ page (tool) suspended · needs consent: tool.call p/q",
 		"· later (set) waiting",
@@ -61,5 +62,50 @@ func TestLiveRedrawsInPlaceAndFitsTheScreen(t *testing.T) {
 	}
 	if !strings.Contains(got, "… 4 line…\r\n5\r\na very l…\r\n") {
 		t.Errorf("not cut to 3 rows and 10 columns: %q", got)
+	}
+}
+
+func TestItemsInIndexOrder(t *testing.T) {
+	b := &progress.Board{}
+	b.Expect("each", "map")
+	for _, id := range []string{"each[10].a", "each[2].a", "each[1].a", "each[2].b", "each[0].a"} {
+		b.Apply(&protocol.NodeCompleted{NodeID: id, NodeType: "set", Attempt: 1, DurationMs: 12})
+	}
+	want := []string{
+		"✓ each (map) completed · <1 ms", "  [0]", "    ✓ a (set) completed · attempt 1 · 12 ms",
+		"  [1]", "    ✓ a (set) completed · attempt 1 · 12 ms",
+		"  [2]", "    ✓ a (set) completed · attempt 1 · 12 ms", "    ✓ b (set) completed · attempt 1 · 12 ms",
+		"  [10]", "    ✓ a (set) completed · attempt 1 · 12 ms",
+	}
+	b.Apply(&protocol.NodeCompleted{NodeID: "each", NodeType: "map", DurationMs: 0})
+	if got := b.Lines(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{400 * time.Microsecond, "0.4 ms"},
+		{0, "0.0 ms"},
+		{12 * time.Millisecond, "12 ms"},
+		{999 * time.Millisecond, "999 ms"},
+		{1500 * time.Millisecond, "1.5 s"},
+		{59 * time.Second, "59.0 s"},
+		{125 * time.Second, "2m5s"},
+		{-time.Second, "0 ms"},
+	}
+	for _, tt := range tests {
+		if got := progress.Duration(tt.d); got != tt.want {
+			t.Errorf("Duration(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+	if got := progress.Millis(0); got != "<1 ms" {
+		t.Errorf("Millis(0) = %q, want <1 ms", got)
+	}
+	if got := progress.Millis(12); got != "12 ms" {
+		t.Errorf("Millis(12) = %q, want 12 ms", got)
 	}
 }
