@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -437,4 +438,64 @@ func TestRunDevPrintsThePlaygroundURL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pick loads one of examples/ with the page's picker.
+func (p *tab) pick(name string) {
+	p.t.Helper()
+	p.do(chromedp.Evaluate[chromedp.Void](`{const s = document.querySelector("select[name=example]"); s.value = ` + strconvQuote(name) + `; s.dispatchEvent(new Event("change"));}`))
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestPlaygroundRunsToolExampleWithTheRuntimeSection(t *testing.T) {
+	p := openPlayground(t)
+	g := startGate(t)
+	p.pick("tool.json")
+	// The example's toolsets move to their field; point it at this
+	// test's MCP server, which has the same echo tool.
+	toolsets := get(p, chromedp.Value(chromedp.CSS(`textarea[name="toolsets"]`)))
+	if !strings.Contains(toolsets, "127.0.0.1:3001") {
+		t.Fatalf("toolsets field %q, want tool.json's", toolsets)
+	}
+	if req := get(p, chromedp.Value(chromedp.CSS(`textarea[name="request"]`))); strings.Contains(req, "toolsets") {
+		t.Errorf("the editor still holds the toolsets:\n%s", req)
+	}
+	p.do(chromedp.SetValue(chromedp.CSS(`textarea[name="toolsets"]`), strings.Replace(toolsets, "http://127.0.0.1:3001/mcp", g.url, 1)),
+		chromedp.Click(chromedp.CSS(`button[data-action="run"]`)))
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	p.wait(node("echo", "completed"))
+	if out := p.text(".result .output"); !strings.Contains(out, "hello from") {
+		t.Errorf("output %q, want the echoed message", out)
+	}
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="echo"]`)))
+	if got := p.text(".inspector .decisions"); !strings.Contains(got, "allow") || !strings.Contains(got, "tool.call demo/echo") {
+		t.Errorf("inspector decisions %q, want the tool call allowed", got)
+	}
+	p.shot("done")
+}
+
+func TestPlaygroundBareWorkflowAndItsInput(t *testing.T) {
+	p := openPlayground(t)
+	p.do(chromedp.SetValue(chromedp.CSS(`textarea[name="input"]`), `{"name": 7}`))
+	p.submit(`{"input": {"type": "object", "properties": {"name": {"type": "string"}}},
+ "nodes": [{"id": "hi", "type": "set", "with": {"value": "${{ input.name }}"}}]}`)
+	p.wait(`[data-panel="result"][data-status="invalid"]`)
+	sel := `li[data-path^="input"]`
+	p.wait(sel)
+	p.do(chromedp.Click(chromedp.CSS(sel)))
+	if focused := get(p, chromedp.Evaluate[string](`document.activeElement.name`)); focused != "input" {
+		t.Errorf("clicking the input's problem focused %q, want the input field", focused)
+	}
+	p.do(chromedp.SetValue(chromedp.CSS(`textarea[name="input"]`), `{"name": "Ada"}`),
+		chromedp.Click(chromedp.CSS(`button[data-action="run"]`)))
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	p.wait(node("hi", "completed"))
+	// Not JSON at all: a problem before anything is sent, at the place.
+	p.submit(`{"nodes": [}`)
+	p.wait(`[data-panel="result"][data-status="invalid"]`)
+	p.wait(`li[data-path=""]`)
 }

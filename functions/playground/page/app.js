@@ -285,7 +285,7 @@ function drawView() {
   size.textContent = v && v.nodes.length ? `${v.nodes.length} nodes · drawn in ${duration(ms)}` : "";
   ui.empty.hidden = Boolean(v && v.nodes.length);
   renderCrumbs();
-  if (v && v.nodes.length > 30) graph.fit(0.5);
+  graph.fit(0.5); // only ever zooms out, and not past half
   renderLegend();
 }
 
@@ -686,6 +686,25 @@ function build() {
   return req;
 }
 
+// compact is JSON.stringify with two-space indents, except that a value
+// short enough stays on one line: examples keep their shape.
+export function compact(v, indent = "") {
+  const line = flat(v);
+  if (v === null || typeof v !== "object" || line.length + indent.length <= 80) return line;
+  const inner = indent + "  ";
+  if (Array.isArray(v)) return `[\n${v.map((x) => inner + compact(x, inner)).join(",\n")}\n${indent}]`;
+  const keys = Object.keys(v);
+  if (keys.length === 0) return "{}";
+  return `{\n${keys.map((k) => `${inner}${JSON.stringify(k)}: ${compact(v[k], inner)}`).join(",\n")}\n${indent}}`;
+}
+
+// flat is a value on one line, spaced as people write it.
+function flat(v) {
+  if (v === null || typeof v !== "object") return JSON.stringify(v) ?? "null";
+  if (Array.isArray(v)) return `[${v.map(flat).join(", ")}]`;
+  return `{${Object.keys(v).map((k) => `${JSON.stringify(k)}: ${flat(v[k])}`).join(", ")}}`;
+}
+
 // loadRequest fills the editor and fields from a whole request: the
 // runtime parts that have a field move there.
 function loadRequest(text) {
@@ -701,7 +720,7 @@ function loadRequest(text) {
     for (const k of o.path.slice(0, -1)) at = at && typeof at === "object" ? at[k] : undefined;
     const k = o.path[o.path.length - 1];
     if (at && typeof at === "object" && k in at) {
-      o.ta.value = JSON.stringify(at[k], null, 2);
+      o.ta.value = compact(at[k]);
       delete at[k];
     } else o.ta.value = "";
   }
@@ -711,7 +730,7 @@ function loadRequest(text) {
   if ("trace" in doc) ui.trace.checked = doc.trace === true;
   ui.input.value = "";
   $("[data-sect=runtime]").open = overrides.some((o) => o.ta.value.trim());
-  ui.editor.value = JSON.stringify(doc, null, 2);
+  ui.editor.value = compact(doc);
   preview();
 }
 
@@ -893,7 +912,7 @@ $("[data-action=grant]").addEventListener("click", () => {
   for (const s of t.suspended) {
     if (!grants.some((g) => g && g.action === s.action && g.resource === s.resource)) grants.push({ action: s.action, resource: s.resource });
   }
-  ui.grants.value = JSON.stringify(grants, null, 2);
+  ui.grants.value = compact(grants);
   $("[data-sect=runtime]").open = true;
   runFromEditor();
 });
