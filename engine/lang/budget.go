@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/expr-lang/expr/vm/runtime"
 )
@@ -50,13 +51,17 @@ type Budget struct {
 
 // LimitError is an evaluation that went over one of its budgets.
 type LimitError struct {
-	What  string // "steps" or "bytes"
+	What  string // "steps", "bytes" or "operation"
 	Limit int64
+	Cost  int64 // of the operation, for "operation"
 }
 
 func (e *LimitError) Error() string {
-	if e.What == "steps" {
+	switch e.What {
+	case "steps":
 		return fmt.Sprintf("evaluation ran more than maxExprSteps (%d) steps", e.Limit)
+	case "operation":
+		return fmt.Sprintf("one operation would cost %d steps, more than the %d (about 0.1 s of work) a single operation may take", e.Cost, e.Limit)
 	}
 	return fmt.Sprintf("evaluation would allocate more than maxExprMemory (%d bytes)", e.Limit)
 }
@@ -69,12 +74,17 @@ func (e *exprStopped) Error() string { return "evaluation stopped: " + e.cause.E
 func (e *exprStopped) Unwrap() error { return e.cause }
 
 // ctxCheckEvery is how many steps pass between two looks at the context:
-// a step costs tens of nanoseconds, so the context is seen every ~0.1 ms.
+// a step is about 100 ns of work (cost.go), so the context is seen every
+// ~0.1 ms, and before every operation charged more than a step.
 const ctxCheckEvery = 1024
 
 // charge counts steps and bytes about to be spent, and fails when a budget
-// is exhausted or the context has ended.
+// is exhausted, the one operation they are for is too large, or the context
+// has ended.
 func (b *exprBudget) charge(steps, bytes int64) error {
+	if steps > MaxOperationSteps {
+		return &LimitError{What: "operation", Limit: MaxOperationSteps, Cost: steps}
+	}
 	before := b.steps
 	b.steps += steps
 	if b.maxSteps > 0 && b.steps > b.maxSteps {
@@ -120,6 +130,27 @@ func (b *exprBudget) functions() map[string]any {
 			}
 			return out
 		},
+		"$walk": func(x any, mode int) any {
+			out, err := b.walk(x, mode)
+			if err != nil {
+				panic(err)
+			}
+			return out
+		},
+		"$eq": func(l, r any) bool {
+			out, err := b.equal(l, r)
+			if err != nil {
+				panic(err)
+			}
+			return out
+		},
+		"$matches": func(s, p any) bool {
+			out, err := b.matches(s, p)
+			if err != nil {
+				panic(err)
+			}
+			return out
+		},
 		"$call": func(params ...any) any {
 			out, err := b.call(params...)
 			if err != nil {
@@ -147,13 +178,26 @@ func (b *exprBudget) add(l, r any) (any, error) {
 	return runtime.Add(l, r), nil
 }
 
-// allocating lists the builtins whose result grows with their arguments.
+// allocating lists the builtins whose result grows with their arguments,
+// and those that scan a string: $call charges them by builtinCost.
 var allocating = map[string]bool{
 	"repeat": true, "join": true, "split": true, "splitAfter": true, "replace": true,
 	"upper": true, "lower": true, "trim": true, "trimPrefix": true, "trimSuffix": true,
 	"string": true, "toJSON": true, "fromJSON": true, "toBase64": true, "fromBase64": true,
 	"concat": true, "flatten": true, "reverse": true, "sort": true, "uniq": true,
 	"keys": true, "values": true, "toPairs": true, "fromPairs": true, "take": true,
+	"indexOf": true, "lastIndexOf": true, "hasPrefix": true, "hasSuffix": true,
+	"int": true, "float": true, "duration": true, "date": true,
+}
+
+// walking lists the builtins that walk a collection the VM loops over or
+// a Func reads whole: without a predicate (which is charged per
+// iteration), their collection arguments are charged through $walk.
+var walking = map[string]int{
+	"max": walkLinear, "min": walkLinear, "mean": walkLinear, "median": walkSort, "sum": walkLinear,
+	"count": walkLinear, "all": walkLinear, "none": walkLinear, "any": walkLinear, "one": walkLinear,
+	"filter": walkLinear, "map": walkLinear, "find": walkLinear, "findIndex": walkLinear,
+	"findLast": walkLinear, "findLastIndex": walkLinear, "groupBy": walkLinear, "sortBy": walkSort,
 }
 
 // call calls an allocating builtin after charging what it will cost.
@@ -245,11 +289,21 @@ func builtinCost(name string, args []any) (steps, bytes int64) {
 		return 1 + int64(len(s))/64, int64(len(s)) + n*int64(len(nw))
 	case "upper", "lower", "trim", "trimPrefix", "trimSuffix", "toBase64", "fromBase64":
 		return 1 + int64(len(str(0)))/64, 2 * int64(len(str(0)))
+	case "indexOf", "lastIndexOf", "hasPrefix", "hasSuffix", "int", "float", "duration", "date":
+		return 1 + int64(len(str(0)))/64, 0
 	case "fromJSON":
-		return 1 + int64(len(str(0)))/64, 4 * int64(len(str(0)))
-	case "string", "toJSON":
-		n := SizeOf(args[0])
-		return 1 + n/64, 2 * n
+		return 1 + int64(len(str(0)))/8, 4 * int64(len(str(0)))
+	case "toJSON":
+		// MarshalIndent writes the compact form, then the indented one,
+		// then the string is copied out of it.
+		compact, indented := jsonSize(args[0], false, 0), jsonSize(args[0], true, 0)
+		return 1 + indented/16, compact + 2*indented
+	case "string":
+		n := jsonSize(args[0], false, 0)
+		return 1 + n/16, 2 * n
+	case "sort":
+		n := length(0)
+		return 1 + n*int64(bitsLen(n))/2, 32 * n
 	}
 	// Collections: concat, flatten, reverse, sort, uniq, keys, values,
 	// toPairs, fromPairs, take.
@@ -278,6 +332,9 @@ var budgetEnv = []expr.Option{
 		"$stepAlloc": (func(any) any)(nil),
 		"$add":       (func(any, any) any)(nil),
 		"$call":      (func(...any) any)(nil),
+		"$walk":      (func(any, int) any)(nil),
+		"$eq":        (func(any, any) bool)(nil),
+		"$matches":   (func(any, any) bool)(nil),
 	}),
 	expr.AllowUndefinedVariables(),
 }
@@ -293,16 +350,62 @@ func budgetCall(fn string, args ...ast.Node) ast.Node {
 
 var keepsPerElement = map[string]bool{"map": true, "filter": true, "groupBy": true, "sortBy": true}
 
+// walkCall wraps n in a $walk charging its length in the given mode.
+func walkCall(n ast.Node, mode int) ast.Node {
+	call := budgetCall("$walk", n, &ast.IntegerNode{Value: mode})
+	call.SetLocation(n.Location())
+	return call
+}
+
 func (p *budgetPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.BinaryNode:
-		// With a number on either side `+` cannot concatenate: it adds or
-		// fails, allocating nothing.
-		if n.Operator == "+" && !isNumberType(n.Left.Type()) && !isNumberType(n.Right.Type()) {
-			ast.Patch(node, budgetCall("$add", n.Left, n.Right))
+		switch n.Operator {
+		case "+":
+			// With a number on either side `+` cannot concatenate: it adds
+			// or fails, allocating nothing.
+			if !isNumberType(n.Left.Type()) && !isNumberType(n.Right.Type()) {
+				ast.Patch(node, budgetCall("$add", n.Left, n.Right))
+				p.patched = true
+			}
+		case "in":
+			// A literal array or range is sized in the text (and turned
+			// into a set or a comparison by the optimizer).
+			if _, lit := n.Right.(*ast.ArrayNode); !lit && !isRange(n.Right) {
+				n.Right = walkCall(n.Right, walkLinear)
+				p.patched = true
+			}
+		case "contains", "startsWith", "endsWith":
+			n.Left = walkCall(n.Left, walkLinear)
+			p.patched = true
+		case "matches":
+			call := budgetCall("$matches", n.Left, n.Right)
+			call.SetLocation(n.Location())
+			ast.Patch(node, call)
+			p.patched = true
+		case "==", "!=":
+			// Scalars compare in constant time (strings by memcmp); two
+			// collections are walked by reflect.DeepEqual.
+			if isScalar(n.Left) || isScalar(n.Right) {
+				return
+			}
+			var eq ast.Node = budgetCall("$eq", n.Left, n.Right)
+			if n.Operator == "!=" {
+				eq = &ast.UnaryNode{Operator: "not", Node: eq}
+			}
+			eq.SetLocation(n.Location())
+			ast.Patch(node, eq)
 			p.patched = true
 		}
 	case *ast.BuiltinNode:
+		if mode, ok := walking[n.Name]; ok && !hasPredicate(n) {
+			for i, a := range n.Arguments {
+				if !isScalar(a) {
+					n.Arguments[i] = walkCall(a, mode)
+					p.patched = true
+				}
+			}
+		}
 		fn := "$step"
 		if keepsPerElement[n.Name] {
 			fn = "$stepAlloc"
@@ -321,6 +424,34 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			p.patched = true
 		}
 	}
+}
+
+func hasPredicate(n *ast.BuiltinNode) bool {
+	for _, a := range n.Arguments {
+		if _, ok := a.(*ast.PredicateNode); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func isRange(n ast.Node) bool {
+	b, ok := n.(*ast.BinaryNode)
+	return ok && b.Operator == ".."
+}
+
+// isScalar reports whether n is a literal scalar or typed as a number,
+// string or bool: comparing it takes constant time (or memcmp).
+func isScalar(n ast.Node) bool {
+	switch n.(type) {
+	case *ast.NilNode, *ast.BoolNode, *ast.StringNode, *ast.IntegerNode, *ast.FloatNode:
+		return true
+	}
+	t := n.Type()
+	if t == nil {
+		return false
+	}
+	return isNumberType(t) || t.Kind() == reflect.String || t.Kind() == reflect.Bool
 }
 
 func isNumberType(t reflect.Type) bool {
@@ -370,8 +501,15 @@ var configs = sync.Pool{New: func() any {
 func compileBudgeted(src string, fast bool) (*compiled, error) {
 	config := configs.Get().(*conf.Config)
 	defer configs.Put(config)
-	tree, err := checker.ParseCheck(src, config)
+	tree, err := parser.ParseWithConfig(src, config)
 	if err != nil {
+		return nil, err
+	}
+	// The checker compiles literal patterns: the pattern bounds come first.
+	if err := checkPatterns(tree); err != nil {
+		return nil, err
+	}
+	if _, err := new(checker.Checker).PatchAndCheck(tree, config); err != nil {
 		return nil, err
 	}
 	c := newRefCollector()
@@ -425,4 +563,22 @@ func asInt(v any) (int, bool) {
 		return int(n), true
 	}
 	return 0, false
+}
+
+// checkPatterns applies the pattern bounds to the literal patterns of a
+// parsed tree.
+func checkPatterns(tree *parser.Tree) error {
+	v := &patternChecker{}
+	ast.Walk(&tree.Node, v)
+	return v.err
+}
+
+type patternChecker struct{ err error }
+
+func (v *patternChecker) Visit(node *ast.Node) {
+	if b, ok := (*node).(*ast.BinaryNode); ok && b.Operator == "matches" && v.err == nil {
+		if s, ok := b.Right.(*ast.StringNode); ok {
+			v.err = checkPattern(s.Value)
+		}
+	}
 }

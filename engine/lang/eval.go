@@ -142,6 +142,10 @@ func exprError(e *Expression, err error) error {
 	if errors.As(err, &le) {
 		return &Error{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: %s", e.src, le.Error()), Err: err}
 	}
+	var pe *PatternError
+	if errors.As(err, &pe) {
+		return &Error{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: %s", e.src, pe.Error()), Err: err}
+	}
 	var stopped *exprStopped
 	if errors.As(err, &stopped) {
 		return stopped
