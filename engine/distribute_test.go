@@ -273,7 +273,7 @@ func TestDistributeFailures(t *testing.T) {
 		defer cancel()
 		s, sum := fanRun(t, ctx, parent, wf(`"${{ 1..4 }}"`, `{"id":"slow","type":"probe","with":{"sleepMs":5000}}`))
 		f := s.failure(t)
-		if sum.Code != protocol.CodeDeadlineExceeded || f.Error.Message != "deadline exceeded" {
+		if sum.Code != protocol.CodeDeadlineExceeded || f.Error.Message != "DEADLINE_EXCEEDED: deadline exceeded" {
 			t.Errorf("code %s, terminal %+v", sum.Code, f.Error)
 		}
 	})

@@ -36,17 +36,23 @@ type Engine struct {
 	defaultClients *models.Clients
 	// closing counts the toolset closes of finished executions, which run
 	// after Run has returned (see run.closeServices).
-	closing sync.WaitGroup
+	// A pointer: an Engine is copied (ServeBatch), and the copy's
+	// executions are closed in the same group.
+	closing *sync.WaitGroup
 }
 
 // WaitClosed waits for the services of the executions that have finished
 // to be closed: the goodbyes to their MCP servers, which run after Run has
 // returned so that they never hold the response, each within the reserve.
-func (e *Engine) WaitClosed() { e.closing.Wait() }
+func (e *Engine) WaitClosed() {
+	if e.closing != nil {
+		e.closing.Wait()
+	}
+}
 
 // New returns an engine with the built-in node types.
 func New(limits Limits) *Engine {
-	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}}
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}}
 	e.Register("set", setKind{})
 	e.Register("fail", failKind{})
 	e.Register("map", mapKind{})

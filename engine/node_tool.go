@@ -77,19 +77,21 @@ func (c *Call) callTool(ctx context.Context, ts, tool string, args map[string]an
 	if set == nil || !set.Has(ts) {
 		return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
 	}
-	// Only a tool the server listed, by its exact name: a server that
-	// matches names loosely must not run "Delete_repo" for a policy that
-	// decided on "delete_repo" (or on nothing the server offers).
+	resource := ts + "/" + tool
+	if err := c.Authorize(ctx, protocol.ActionToolCall, resource); err != nil {
+		return nil, err
+	}
+	// Only a tool the server listed, by its exact name. The policy
+	// decided on the name as written (as preflight does): "Delete_repo"
+	// may pass a deny of "gh/delete_*", but as the server lists only
+	// "delete_repo" it is refused here, so a server that matches names
+	// loosely never runs delete_repo for it.
 	list, err := set.Tools(ctx, ts)
 	if err != nil {
 		return nil, toolError(ctx, err)
 	}
 	if !slices.ContainsFunc(list, func(t toolsets.Tool) bool { return t.Name == tool }) {
 		return nil, Errorf(protocol.CodeToolError, "toolset %q lists no tool named %q%s", ts, tool, listedHint(list, tool))
-	}
-	resource := ts + "/" + tool
-	if err := c.Authorize(ctx, protocol.ActionToolCall, resource); err != nil {
-		return nil, err
 	}
 	c.usage().toolCalls.Add(1)
 	res, err := set.Call(ctx, ts, tool, args)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
@@ -189,7 +190,11 @@ func (r *run) closeServices(ctx context.Context) {
 		by = d
 	}
 	e := r.x.e
-	e.closing.Go(func() {
+	closing := e.closing
+	if closing == nil {
+		closing = &sync.WaitGroup{} // an Engine not made by New
+	}
+	closing.Go(func() {
 		cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
 		defer cancel()
 		if err := s.tools.CloseBy(cctx); err != nil {
