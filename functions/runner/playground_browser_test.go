@@ -224,23 +224,45 @@ func TestPlaygroundNodesGoPendingRunningCompleted(t *testing.T) {
 		t.Errorf("inspector %q lacks the node's output", got)
 	}
 	p.shot("done")
+	// The copied curl command runs the same request.
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Log("no curl: the copied command is not run")
+		return
+	}
+	p.do(chromedp.Click(chromedp.CSS(`[data-tab="result"]`)),
+		chromedp.Click(chromedp.CSS(`button[data-action="copy-curl"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.copied`)))
+	cmdline := p.text(".copied")
+	if !strings.HasPrefix(cmdline, "curl ") || strings.Contains(cmdline, p.token) {
+		t.Fatalf("copied command %q: want a curl command without the token", cmdline)
+	}
+	cmd := exec.Command("bash", "-c", strings.Replace(cmdline, "curl ", curl+" ", 1))
+	cmd.Env = append(os.Environ(), "RUNNER_TOKEN="+p.token)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"type":"result"`) || !strings.Contains(string(out), `"status":"completed"`) {
+		t.Errorf("the copied curl command: %v\n%s", err, out)
+	}
 }
 
 func TestPlaygroundFailedNodeShowsItsError(t *testing.T) {
 	p := openPlayground(t)
 	p.submit(`{"version":1,"workflow":{"nodes":[
 		{"id":"ok","type":"set","with":{"value":1}},
-		{"id":"boom","type":"fail","needs":["ok"],"with":{"message":"no such issue","code":"NOT_FOUND"}},
+		{"id":"boom","type":"fail","needs":["ok"],"retry":{"maxAttempts":2,"backoffMs":0},"with":{"message":"no such issue","code":"NOT_FOUND"}},
 		{"id":"never","type":"set","needs":["boom"],"with":{"value":2}}]}}`)
 	p.wait(node("boom", "failed"))
 	p.wait(node("never", "skipped"))
 	p.wait(`[data-panel="result"][data-status="failed"]`)
-	if got := p.text(`[data-node-id="boom"]`); !strings.Contains(got, "NOT_FOUND") {
-		t.Errorf("failed node shows %q, want its error code", got)
+	if got := p.text(`[data-node-id="boom"]`); !strings.Contains(got, "NOT_FOUND") || !strings.Contains(got, "attempt 2") {
+		t.Errorf("failed node shows %q, want its error code and its attempt", got)
 	}
 	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="boom"]`)))
 	if got := p.text(".inspector"); !strings.Contains(got, "no such issue") {
 		t.Errorf("inspector %q lacks the error message", got)
+	}
+	if rows := get(p, chromedp.Evaluate[int](`document.querySelectorAll(".inspector .attempts tr").length`)); rows != 3 {
+		t.Errorf("attempts table has %d rows, want a heading and 2 attempts", rows)
 	}
 	p.shot("failed")
 }
@@ -498,4 +520,17 @@ func TestPlaygroundBareWorkflowAndItsInput(t *testing.T) {
 	p.submit(`{"nodes": [}`)
 	p.wait(`[data-panel="result"][data-status="invalid"]`)
 	p.wait(`li[data-path=""]`)
+}
+
+func TestPlaygroundOpensAChildWorkflow(t *testing.T) {
+	p := openPlayground(t)
+	p.pick("fanout.json")
+	p.do(chromedp.Click(chromedp.CSS(`button[data-action="run"]`)))
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	p.wait(node("optional", "failed"))
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="summary"] [data-action="open"]`)))
+	p.wait(node("summary.join", "completed"))
+	// Back up by the crumbs.
+	p.do(chromedp.Click(chromedp.CSS(`.crumbs .crumb`)))
+	p.wait(node("report", "completed"))
 }

@@ -919,22 +919,22 @@ $("[data-action=grant]").addEventListener("click", () => {
 
 // ---- copy buttons ---------------------------------------------------------
 
-function shellQuote(s) {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
-}
-
 function command(kind) {
   const req = build();
   const body = JSON.stringify(req);
   const base = location.origin;
+  // The body on one line in a quoted here-document: nothing in it is
+  // expanded, and it can be longer than a command line.
+  const doc = `<<'JSON'\n${body}\nJSON`;
   if (kind === "curl") {
-    return `curl -sN -H "Authorization: Bearer $RUNNER_TOKEN" -H 'Content-Type: application/json' --data-binary ${shellQuote(body)} ${base}/v1/executions`;
+    return `curl -sN -H "Authorization: Bearer $RUNNER_TOKEN" -H 'Content-Type: application/json' --data-binary @- ${base}/v1/executions ${doc}`;
   }
-  return `printf '%s' ${shellQuote(body)} | runnerctl --url ${base} run -`;
+  return `runnerctl --url ${base} run - ${doc}`;
 }
 
-async function copy(button, text) {
+async function copy(button, text, show) {
   const label = button.textContent;
+  if (show) show.textContent = text; // also there to read, or copy by hand
   try {
     await navigator.clipboard.writeText(text);
     button.textContent = "Copied";
@@ -954,7 +954,7 @@ for (const kind of ["runnerctl", "curl"]) {
       if (e instanceof Problems) return showProblems(e.list);
       throw e;
     }
-    copy(b, text);
+    copy(b, text, $(".copied"));
   });
 }
 $("[data-action=copy-events]").addEventListener("click", (e) => copy(e.target, rawLines().join("\n")));
