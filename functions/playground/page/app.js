@@ -282,7 +282,7 @@ function drawView() {
   const ms = performance.now() - t0;
   const size = $(".foot .size");
   size.dataset.layoutMs = ms.toFixed(1);
-  size.textContent = v && v.nodes.length ? `${v.nodes.length} nodes · drawn in ${duration(ms)}` : "";
+  size.textContent = v && v.nodes.length ? `${v.nodes.length} node${v.nodes.length === 1 ? "" : "s"} · drawn in ${duration(ms)}` : "";
   ui.empty.hidden = Boolean(v && v.nodes.length);
   renderCrumbs();
   graph.fit(0.5); // only ever zooms out, and not past half
