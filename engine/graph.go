@@ -80,11 +80,19 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item
 		g.index[nd.ID] = i
 	}
 	g.nodes = make([]*node, len(docs))
-	// One allocation for the graph's nodes, not one per node.
+	// One allocation each for the graph's nodes, their paths, their needs
+	// and their dependents, not one per node.
 	nodes := make([]node, len(docs))
+	paths := nodePaths(path, len(docs))
+	total := 0
+	for _, nd := range docs {
+		total += len(nd.Needs)
+	}
+	needs := make([]int, 0, total)
 	for i, nd := range docs {
 		n := &nodes[i]
-		*n = node{id: nd.ID, typ: nd.Type, path: path + "[" + strconv.Itoa(i) + "]", continue_: nd.OnError == "continue"}
+		*n = node{id: nd.ID, typ: nd.Type, path: paths[i], continue_: nd.OnError == "continue"}
+		first := len(needs)
 		for j, need := range nd.Needs {
 			k, ok := g.index[need]
 			switch {
@@ -93,8 +101,11 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item
 			case k == i:
 				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "node %q needs itself", need)
 			default:
-				n.needs = append(n.needs, k)
+				needs = append(needs, k)
 			}
+		}
+		if len(needs) > first {
+			n.needs = needs[first:len(needs):len(needs)]
 		}
 		n.retry = normalizeRetry(nd.Retry)
 		n.timeout = time.Duration(nd.TimeoutMs) * time.Millisecond
@@ -106,9 +117,31 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item
 		p.d.add(g.nodes[cycle[0]].path+".needs", "cycle: %s", cyclePath(g, cycle))
 		return nil
 	}
-	for i, n := range g.nodes {
+	// Each node's dependents are a segment of one array, in node order.
+	ends := make([]int, len(g.nodes))
+	for _, n := range g.nodes {
 		for _, k := range n.needs {
-			g.nodes[k].dependent = append(g.nodes[k].dependent, i)
+			ends[k]++
+		}
+	}
+	for k := 1; k < len(ends); k++ {
+		ends[k] += ends[k-1]
+	}
+	dependents := make([]int, len(needs))
+	for i := len(g.nodes) - 1; i >= 0; i-- {
+		for _, k := range g.nodes[i].needs {
+			ends[k]--
+			dependents[ends[k]] = i
+		}
+	}
+	for k, n := range g.nodes {
+		// ends[k] is now where k's segment starts.
+		end := len(dependents)
+		if k+1 < len(ends) {
+			end = ends[k+1]
+		}
+		if end > ends[k] {
+			n.dependent = dependents[ends[k]:end:end]
 		}
 	}
 	for i, n := range g.nodes {
@@ -121,6 +154,27 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item
 		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
 	}
 	return g
+}
+
+// nodePaths returns path[0] … path[n-1], substrings of one string.
+func nodePaths(path string, n int) []string {
+	buf := make([]byte, 0, n*(len(path)+8))
+	ends := make([]int, n)
+	for i := range n {
+		buf = append(buf, path...)
+		buf = append(buf, '[')
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, ']')
+		ends[i] = len(buf)
+	}
+	all := string(buf)
+	paths := make([]string, n)
+	start := 0
+	for i, end := range ends {
+		paths[i] = all[start:end]
+		start = end
+	}
+	return paths
 }
 
 func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *lang.Scope, item bool) {

@@ -160,6 +160,12 @@ type Call struct {
 	sc  *scope
 	ctx context.Context // the attempt's, bounding Eval
 	ev  lang.Evaluator  // evaluated with; allocated with the call
+
+	// The attempt's started and completed events, allocated with the
+	// call: each is filled once, emitted once and never written again,
+	// so a sink may keep it.
+	started   protocol.NodeStarted
+	completed protocol.NodeCompleted
 }
 
 // Eval evaluates a template compiled by Compiler.Template in the node's

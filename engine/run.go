@@ -358,7 +358,8 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
 		return nil, "", ne
 	}
-	_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: r.traced(with)})
+	call.started = protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: r.traced(with)}
+	_ = r.sink.Emit(&call.started)
 	if o := r.x.e.Observer; o != nil {
 		var end func(status, code string)
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
@@ -386,7 +387,8 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	if ne := r.account(out); ne != nil {
 		return nil, "", ne
 	}
-	_ = r.sink.Emit(&protocol.NodeCompleted{NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out)})
+	call.completed = protocol.NodeCompleted{NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out)}
+	_ = r.sink.Emit(&call.completed)
 	return out, "", nil
 }
 

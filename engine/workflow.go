@@ -226,6 +226,15 @@ func floatElem(e any) (f float64, num bool, bad string) {
 // zero: the schema rules report it.
 func nodeDocs(a []any) []nodeDoc {
 	nodes := make([]nodeDoc, len(a))
+	// Every node's needs are a segment of one array.
+	total := 0
+	for _, v := range a {
+		if m, ok := v.(map[string]any); ok {
+			needs, _ := m["needs"].([]any)
+			total += len(needs)
+		}
+	}
+	all := make([]string, total)
 	for i, v := range a {
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -238,7 +247,7 @@ func nodeDocs(a []any) []nodeDoc {
 		n.OnError, _ = m["onError"].(string)
 		n.With, _ = m["with"].(map[string]any)
 		if needs, ok := m["needs"].([]any); ok {
-			n.Needs = make([]string, len(needs))
+			n.Needs, all = all[:len(needs):len(needs)], all[len(needs):]
 			for j, id := range needs {
 				n.Needs[j], _ = id.(string)
 			}

@@ -3,6 +3,7 @@ package functions_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -82,6 +83,50 @@ func BenchmarkE2E(b *testing.B) {
 	}
 }
 
+// BenchmarkInProcess is BenchmarkE2E without HTTP: the same documents
+// (new text each iteration) go straight to the engine the handler uses,
+// PrepareBody then Run, with the events written as NDJSON to io.Discard.
+// Its ns/node against BenchmarkE2E's is what the HTTP path adds.
+func BenchmarkInProcess(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		nodes int
+		body  func(n, salt int, trace bool) []byte
+	}{
+		{"chain1000", 1000, e2eChain},
+		{"fanout1000", 1000, e2eFanout},
+		{"chain10000", 10000, e2eChain},
+	} {
+		b.Run(bc.name+"/trace=off", func(b *testing.B) {
+			eng := newHandler(b, nil).Engine
+			bodies := make([][]byte, b.N)
+			for i := range bodies {
+				bodies[i] = bc.body(bc.nodes, i, false)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			cpuBefore := cpuTime()
+			b.ResetTimer()
+			for i := range b.N {
+				x, err := eng.PrepareBody(bodies[i])
+				if err != nil {
+					b.Fatal(err)
+				}
+				w := protocol.NewWriter(io.Discard, "exec-bench", nil)
+				if err := w.Emit(&protocol.Accepted{}); err != nil {
+					b.Fatal(err)
+				}
+				if sum := x.Run(context.Background(), w); sum.Status != protocol.StatusCompleted {
+					b.Fatalf("run ended %s", sum.Status)
+				}
+				bodies[i] = nil
+			}
+			b.StopTimer()
+			reportPerNode(b, bc.nodes, cpuTime()-cpuBefore, &before, &after)
+		})
+	}
+}
+
 // benchmarkE2E posts body(i) for each iteration through a loopback server
 // and reads the stream to its result, which must say completed.
 func benchmarkE2E(b *testing.B, nodes int, body func(i int) []byte) {
@@ -124,8 +169,13 @@ func benchmarkE2E(b *testing.B, nodes int, body func(i int) []byte) {
 		bodies[i] = nil
 	}
 	b.StopTimer()
-	cpu := cpuTime() - cpuBefore
-	runtime.ReadMemStats(&after)
+	reportPerNode(b, nodes, cpuTime()-cpuBefore, &before, &after)
+}
+
+// reportPerNode reports a benchmark's CPU time, wall time, allocations and
+// bytes per node; before holds the memory statistics at its start.
+func reportPerNode(b *testing.B, nodes int, cpu time.Duration, before, after *runtime.MemStats) {
+	runtime.ReadMemStats(after)
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(nodes), "cpu-ns/node")
 	}
