@@ -88,8 +88,8 @@ func (s *scheduler) stopping() bool {
 func (s *scheduler) admit() {
 	g := s.gr.g
 	for len(s.ready) > 0 && !s.stopping() {
-		i := s.ready[0]
-		s.ready = s.ready[1:]
+		var i int
+		i, s.ready = pop(s.ready)
 		if st, skip := s.gr.gate(s.ctx, i); skip {
 			var f *graphFailure
 			if st.status == protocol.NodeStatusFailed {
@@ -137,14 +137,25 @@ func (s *scheduler) finished(res result) {
 // startNext starts the first runnable node, whose slot is taken: on its
 // own goroutine, or at once on this one when it runs inline (inline.go).
 func (s *scheduler) startNext() {
-	i := s.runnable[0]
-	s.runnable = s.runnable[1:]
+	i, rest := pop(s.runnable)
+	s.runnable = rest
 	if s.gr.g.nodes[i].inline {
 		st, f := s.gr.runNode(s.ctx, i)
 		s.finished(result{i: i, state: st, fail: f})
 		return
 	}
 	s.start(i)
+}
+
+// pop takes the first index off a queue. The queue's last index leaves it
+// empty at the start of its array, not past it, so that a queue holding one
+// node at a time (a chain) reuses its array instead of growing a new one
+// for each node.
+func pop(q []int) (int, []int) {
+	if len(q) == 1 {
+		return q[0], q[:0]
+	}
+	return q[0], q[1:]
 }
 
 // wait waits for a node to end or, when nodes wait for one, for a slot or
