@@ -117,8 +117,7 @@ func (t *toolset) connect(c *conn) {
 			HTTPClient: t.http,
 			// Only request/response is needed; see the package documentation.
 			DisableStandaloneSSE: true,
-			// No event is larger than the response it belongs to.
-			MaxEventSize: int(t.set.reads.response),
+			MaxEventSize:         t.set.reads.eventSize(),
 		}
 		sess, err := t.set.client.Connect(ctx, transport, nil)
 		done <- result{sess, err}

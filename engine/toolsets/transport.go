@@ -15,6 +15,17 @@ type reads struct {
 	inFlight       *egress.ReadLimit
 }
 
+// eventSize is the SDK's bound on one SSE event: above the response's, so
+// that the response limit, which names what was too big, is met first (no
+// event is larger than the response it belongs to). Zero, the SDK's
+// default, when responses are not bounded.
+func (r reads) eventSize() int {
+	if r.response <= 0 {
+		return 0
+	}
+	return int(r.response) + 64<<10
+}
+
 // limit returns a limit of max bytes named what, charged to the in-flight
 // limit too.
 func (r reads) limit(max int64, what string) *egress.ReadLimit {
