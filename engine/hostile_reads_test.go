@@ -201,7 +201,7 @@ func (c *readsCounter) Write(p []byte) (int, error) {
 }
 
 func (m *readsMCP) toolset() string {
-	return fmt.Sprintf(`{"name":"t","url":%q,"timeoutMs":3000}`, m.URL)
+	return fmt.Sprintf(`{"name":"t","url":%q,"timeoutMs":10000}`, m.URL)
 }
 
 // TestHostileReads: every reply from outside is bounded while it is read.
@@ -209,11 +209,11 @@ func TestHostileReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams hundreds of megabytes over loopback")
 	}
-	const timeout = 3 * time.Second
+	const timeout = 10 * time.Second
 	toolNode := func(tool string) string {
-		return `{"nodes":[{"id":"n","type":"tool","timeoutMs":3000,"with":{"toolset":"t","tool":"` + tool + `"}}]}`
+		return `{"nodes":[{"id":"n","type":"tool","timeoutMs":10000,"with":{"toolset":"t","tool":"` + tool + `"}}]}`
 	}
-	agentNode := `{"nodes":[{"id":"n","type":"agent","timeoutMs":3000,"with":{"prompt":"go","toolsets":["t"],"maxSteps":32}}]}`
+	agentNode := `{"nodes":[{"id":"n","type":"agent","timeoutMs":10000,"with":{"prompt":"go","toolsets":["t"],"maxSteps":32}}]}`
 	tests := []struct {
 		name     string
 		model    func(n int, w http.ResponseWriter) // nil: no model
@@ -224,7 +224,7 @@ func TestHostileReads(t *testing.T) {
 	}{{
 		name:     "a 200 MB completion",
 		model:    func(_ int, w http.ResponseWriter) { readsHugeCompletion(w, 200<<20) },
-		workflow: `{"nodes":[{"id":"n","type":"model","timeoutMs":3000,"with":{"prompt":"hi"}}]}`,
+		workflow: `{"nodes":[{"id":"n","type":"model","timeoutMs":10000,"with":{"prompt":"hi"}}]}`,
 		code:     protocol.CodeOutputTooLarge, message: "model reply exceeds",
 	}, {
 		name: "a tool call with 200 MB of arguments",
