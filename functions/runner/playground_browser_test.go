@@ -534,3 +534,57 @@ func TestPlaygroundOpensAChildWorkflow(t *testing.T) {
 	p.do(chromedp.Click(chromedp.CSS(`.crumbs .crumb`)))
 	p.wait(node("report", "completed"))
 }
+
+// TestPlaygroundHostileValuesStayText is an author's attack on the page:
+// markup in an error message, an output, a permission reason and a node
+// named __proto__ must show as text and run nothing.
+func TestPlaygroundHostileValuesStayText(t *testing.T) {
+	p := openPlayground(t)
+	const markup = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>`
+	p.submit(`{"version":1,"workflow":{"nodes":[
+		{"id":"__proto__","type":"set","with":{"value":` + strconvQuote(markup) + `}},
+		{"id":"constructor","type":"fail","onError":"continue","with":{"message":` + strconvQuote(markup) + `,"code":"HOSTILE"}},
+		{"id":"out","type":"set","needs":["__proto__","constructor"],"with":{"value":{"<i>k</i>":"${{ nodes.__proto__.output }}"}}}]}}`)
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	p.wait(node("__proto__", "completed"))
+	p.wait(node("constructor", "failed"))
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="constructor"]`)))
+	if got := p.text(".inspector"); !strings.Contains(got, markup) {
+		t.Errorf("inspector %q does not show the message as text", got)
+	}
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="__proto__"]`)))
+	p.do(chromedp.Click(chromedp.CSS(`[data-tab="events"]`)))
+	pwned := get(p, chromedp.Evaluate[bool](`window.__pwned !== undefined || document.querySelector("img, script:not([src]), i") !== null`))
+	if pwned {
+		t.Error("markup from the run became elements of the page")
+	}
+	if out := p.text(".result .output"); !strings.Contains(out, "<i>k</i>") {
+		t.Errorf("output %q, want the markup as text", out)
+	}
+}
+
+// TestPlaygroundBoundsTheRawEvents runs a map of 9,000 items (the map and
+// its items stay within maxNodes): eighteen thousand events, of which the
+// Events panel keeps a thousand lines.
+func TestPlaygroundBoundsTheRawEvents(t *testing.T) {
+	p := openPlayground(t)
+	items := make([]string, 9000)
+	for i := range items {
+		items[i] = itoa(i)
+	}
+	p.submit(`{"version":1,"trace":false,"workflow":{"nodes":[
+		{"id":"each","type":"map","with":{"items":[` + strings.Join(items, ",") + `],"concurrency":16,"nodes":[
+			{"id":"v","type":"set","with":{"value":"${{ item }}"}}]}}]}}`)
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	if got := p.text(`[data-node-id="each"] .extra`); got != "9000 iterations" {
+		t.Errorf("map node says %q, want 9000 iterations", got)
+	}
+	p.do(chromedp.Click(chromedp.CSS(`[data-tab="events"]`)))
+	lines := get(p, chromedp.Evaluate[int](`document.querySelector(".raw").textContent.split("\n").length`))
+	if lines > 1001 {
+		t.Errorf("the Events panel holds %d lines, want at most 1,001", lines)
+	}
+	if note := p.text(".events-note"); !strings.Contains(note, "18004 events") {
+		t.Errorf("events note %q", note)
+	}
+}

@@ -654,6 +654,16 @@ function parseField(ta, name) {
   }
 }
 
+// syncTrace sets the trace checkbox, which decides what is sent, from a
+// request's own trace once per text of the editor: a later click on the
+// checkbox holds until the text changes.
+let traceFrom = null;
+function syncTrace(doc, bare) {
+  if (ui.editor.value === traceFrom) return;
+  traceFrom = ui.editor.value;
+  if (!bare && typeof doc.trace === "boolean") ui.trace.checked = doc.trace;
+}
+
 // build turns the editor and fields into the request to send.
 function build() {
   const text = ui.editor.value;
@@ -663,6 +673,7 @@ function build() {
     throw new Problems([{ path: "", message: "the editor must hold a JSON object: a request or a workflow", ta: ui.editor, offset: 0 }]);
   }
   const bare = !("workflow" in doc) && Array.isArray(doc.nodes);
+  syncTrace(doc, bare);
   let req;
   if (bare) {
     req = { version: 1, workflow: doc };
@@ -727,7 +738,6 @@ function loadRequest(text) {
   if (doc.runtime && Object.keys(doc.runtime.http || {}).length === 0) delete doc.runtime.http;
   if (doc.runtime && Object.keys(doc.runtime).length === 0) delete doc.runtime;
   if (doc.authorization && Object.keys(doc.authorization).length === 0) delete doc.authorization;
-  if ("trace" in doc) ui.trace.checked = doc.trace === true;
   ui.input.value = "";
   $("[data-sect=runtime]").open = overrides.some((o) => o.ta.value.trim());
   ui.editor.value = compact(doc);
@@ -747,6 +757,7 @@ function preview() {
   if (!doc || typeof doc !== "object") return;
   const bare = !("workflow" in doc) && Array.isArray(doc.nodes);
   $("[data-sect=input]").classList.toggle("unused", !bare);
+  syncTrace(doc, bare);
   const wf = bare ? doc : doc.workflow;
   const rt = doc.runtime && doc.runtime.workflows;
   const key = JSON.stringify([wf, rt]);

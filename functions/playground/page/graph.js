@@ -73,10 +73,11 @@ export class Graph {
       const extra = el("div", "extra");
       box.append(head, info, extra);
       if (n.type === "map" || n.type === "workflow") {
-        const open = el("button", "open", n.type === "map" ? "iterations ›" : "open ›");
+        const open = el("button", "open", "open ›");
         open.type = "button";
         open.dataset.action = "open";
         open.tabIndex = -1;
+        open.title = n.type === "map" ? "Open an iteration's graph" : "Open the child workflow's graph";
         box.append(open);
       }
       frag.append(box);
