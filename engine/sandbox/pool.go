@@ -1,0 +1,258 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Options configures a Pool. The zero value is usable.
+type Options struct {
+	// MemoryBytes is each worker's memory limit for one evaluation (its
+	// heap, stacks and the values it holds). 0 means DefaultMemoryBytes.
+	MemoryBytes int64
+	// Workers bounds the workers alive at once, and so the evaluations
+	// running at once; the others wait for one to be free. 0 means 1.
+	Workers int
+	// Path is the executable started as a worker, with WorkerArg as its
+	// first argument. "" means this process's own (os.Executable).
+	Path string
+}
+
+// Pool runs evaluations in worker processes, started on first use and kept
+// warm between evaluations. A worker that fails in a way that may have
+// left it unsound (it was killed, it crashed, it reached a limit) is
+// discarded and replaced on the next evaluation. The zero value is usable;
+// Close stops the idle workers.
+type Pool struct {
+	Options Options
+
+	once  sync.Once
+	slots chan struct{} // one per worker alive or being started
+	mu    sync.Mutex
+	idle  []*worker
+	// started counts workers started, for tests and benchmarks.
+	started int64
+}
+
+func (p *Pool) init() {
+	p.once.Do(func() {
+		n := p.Options.Workers
+		if n <= 0 {
+			n = 1
+		}
+		p.slots = make(chan struct{}, n)
+	})
+}
+
+// MemoryBytes returns the memory limit of each evaluation, default applied.
+func (p *Pool) MemoryBytes() int64 {
+	if p.Options.MemoryBytes > 0 {
+		return p.Options.MemoryBytes
+	}
+	return DefaultMemoryBytes
+}
+
+// Started returns how many workers the pool has started.
+func (p *Pool) Started() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
+}
+
+// Eval runs one evaluation in a worker of its own. When ctx ends first the
+// worker is killed (its whole process group) and reaped before Eval
+// returns ctx's error. A failure of the code is an *Error.
+func (p *Pool) Eval(ctx context.Context, req Request) (*Reply, error) {
+	p.init()
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	w, err := p.take()
+	if err != nil {
+		return nil, &Error{Kind: KindCrashed, Message: "the sandbox worker could not start: " + err.Error()}
+	}
+	rep, keep, err := w.eval(ctx, req)
+	if keep {
+		p.mu.Lock()
+		p.idle = append(p.idle, w)
+		p.mu.Unlock()
+	} else {
+		w.stop()
+	}
+	return rep, err
+}
+
+// take returns an idle worker or starts one; the caller holds a slot.
+func (p *Pool) take() (*worker, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return w, nil
+	}
+	p.started++
+	p.mu.Unlock()
+	return startWorker(p.Options.Path, p.MemoryBytes())
+}
+
+// Close stops the idle workers. Evaluations running meanwhile finish, and
+// their workers are kept for later ones.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, w := range idle {
+		w.stop()
+	}
+}
+
+// worker is one sandbox process.
+type worker struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *headBuffer
+}
+
+// workerEnv is the whole environment of a worker: nothing of the runner's
+// (its tokens and credentials stay out of reach even of a flaw in the
+// engine), one processor, and no goroutine dump on a fatal error.
+var workerEnv = []string{"GOMAXPROCS=1", "GOGC=100", "GOTRACEBACK=none"}
+
+func startWorker(path string, memory int64) (*worker, error) {
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		path = exe
+	}
+	cmd := exec.Command(path, WorkerArg, strconv.FormatInt(memory, 10))
+	cmd.Env = workerEnv
+	cmd.SysProcAttr = procAttr()
+	w := &worker{cmd: cmd, stderr: &headBuffer{max: 4 << 10}}
+	cmd.Stderr = w.stderr
+	var err error
+	if w.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if w.stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// eval sends one request and waits for the reply, the worker's end or
+// ctx's. keep says whether the worker may serve another evaluation.
+func (w *worker) eval(ctx context.Context, req Request) (rep *Reply, keep bool, err error) {
+	type answer struct {
+		rep Reply
+		err error
+	}
+	done := make(chan answer, 1)
+	// The reply may carry the output, the logs JSON-escaped, and the
+	// frame's own fields.
+	limit := req.MaxOutputBytes + 6*req.MaxLogBytes + 64<<10
+	go func() {
+		var a answer
+		if a.err = WriteFrame(w.stdin, req); a.err == nil {
+			a.err = ReadFrame(w.stdout, limit, &a.rep)
+		}
+		done <- a
+	}()
+	select {
+	case <-ctx.Done():
+		w.kill()
+		<-done // the pipes close with the process
+		return nil, false, ctx.Err()
+	case a := <-done:
+		switch {
+		case errors.Is(a.err, ErrFrameTooLarge):
+			w.kill()
+			return nil, false, &Error{Kind: KindOutput, Message: fmt.Sprintf("the return value and console output exceed %d bytes", limit)}
+		case a.err != nil:
+			return nil, false, w.died()
+		case a.rep.Error != nil:
+			return nil, true, a.rep.Error
+		}
+		return &a.rep, true, nil
+	}
+}
+
+// died reaps a worker whose pipe closed in the middle of an evaluation and
+// says why it ended, from its exit and the head of what it printed.
+func (w *worker) died() error {
+	w.stdin.Close()
+	err := w.cmd.Wait()
+	w.cmd = nil
+	msg := w.stderr.String()
+	switch {
+	case strings.Contains(msg, "out of memory"), strings.Contains(msg, "cannot allocate memory"):
+		return &Error{Kind: KindMemory, Message: "the code exceeded its memory limit"}
+	case strings.Contains(msg, "stack overflow"), strings.Contains(msg, "stack exceeds"):
+		return &Error{Kind: KindStack, Message: "the code nested too deeply (stack overflow)"}
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			// Not ours (kill is not followed by died): the kernel's
+			// out-of-memory killer, as far as can be told.
+			return &Error{Kind: KindMemory, Message: "the sandbox worker was killed, likely out of memory"}
+		}
+	}
+	return &Error{Kind: KindCrashed, Message: "the sandbox worker ended unexpectedly"}
+}
+
+// kill ends the worker's process group at once and reaps it.
+func (w *worker) kill() {
+	if w.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	_ = w.cmd.Process.Kill()
+	w.stdin.Close()
+	_ = w.cmd.Wait()
+	w.cmd = nil
+}
+
+// stop ends an idle worker: closing its input is its signal to exit, the
+// kill makes sure.
+func (w *worker) stop() { w.kill() }
+
+// headBuffer keeps the first max bytes written to it and drops the rest.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.b)
+}
