@@ -46,6 +46,9 @@ func (c *Call) scrub() *scrubber { return c.r.x.redact }
 // services returns the running execution's services.
 func (c *Call) services() *runServices { return c.r.svc }
 
+// codeRunner returns the engine's sandbox for code nodes.
+func (c *Call) codeRunner() CodeRunner { return c.r.x.e.Services.Code }
+
 // usage returns the execution's usage counters.
 func (c *Call) usage() *usageCounters { return &c.r.usage }
 

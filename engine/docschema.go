@@ -351,6 +351,7 @@ var withRules = []struct {
 }{
 	{"set", false}, {"fail", false}, {"map", true}, {"workflow", true},
 	{"model", true}, {"agent", true}, {"tool", true}, {"http", true},
+	{"code", true},
 }
 
 func (c *docChecker) with(typ string, v any) {
@@ -371,7 +372,22 @@ func (c *docChecker) with(typ string, v any) {
 		c.withTool(v)
 	case "http":
 		c.withHTTP(v)
+	case "code":
+		c.withCode(v)
 	}
+}
+
+func (c *docChecker) withCode(v any) {
+	c.members(v, []string{"code"}, func(c *docChecker, k string, val any) bool {
+		switch k {
+		case "code":
+			c.str(val)
+		case "input":
+		default:
+			return false
+		}
+		return true
+	})
 }
 
 func (c *docChecker) node(v any) {

@@ -61,16 +61,21 @@ func New(limits Limits) *Engine {
 	e.Register("agent", agentKind{})
 	e.Register("tool", toolKind{})
 	e.Register("http", httpKind{})
+	e.Register("code", codeKind{})
 	return e
 }
 
 // Register adds or replaces a node type.
 func (e *Engine) Register(name string, k Kind) { e.kinds[name] = k }
 
-// NodeTypes lists the registered node types, sorted.
+// NodeTypes lists the registered node types, sorted; code only when
+// Services.Code is set.
 func (e *Engine) NodeTypes() []string {
 	names := make([]string, 0, len(e.kinds))
-	for n := range e.kinds {
+	for n, k := range e.kinds {
+		if _, ok := k.(codeKind); ok && e.Services.Code == nil {
+			continue
+		}
 		names = append(names, n)
 	}
 	slices.Sort(names)

@@ -18,6 +18,9 @@ type NodeError struct {
 	Message string
 	// Err is the cause, kept for errors.Is/As; its text is not shown.
 	Err error
+	// logs are what a code node's console.log wrote before it failed,
+	// shown in node.failed when traced.
+	logs []string
 }
 
 func (e *NodeError) Error() string { return e.Message }
@@ -34,6 +37,7 @@ var noRetry = map[protocol.Code]bool{
 	protocol.CodeExpressionError:      true,
 	protocol.CodePermissionDenied:     true,
 	protocol.CodeLimitExceeded:        true,
+	protocol.CodeCodeError:            true,
 	protocol.CodeOutputTooLarge:       true,
 	protocol.CodeMemoryBudgetExceeded: true,
 	protocol.CodeCancelled:            true,

@@ -167,6 +167,8 @@ type Call struct {
 	// so a sink may keep it.
 	started   protocol.NodeStarted
 	completed protocol.NodeCompleted
+	// logs are a code node's console.log lines, for node.completed.
+	logs []string
 }
 
 // Eval evaluates a template compiled by Compiler.Template in the node's

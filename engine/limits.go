@@ -24,6 +24,13 @@ const (
 	// DefaultMaxOutputBytes caps one node's output, or the memory budget
 	// when that is smaller.
 	DefaultMaxOutputBytes int64 = 4 << 20
+	// DefaultMaxCodeBytes caps a code node's function body,
+	// DefaultMaxCodeMemory what one evaluation of it may hold (its sandbox
+	// worker's kernel memory limit), DefaultMaxCodeLogBytes what its
+	// console.log may write.
+	DefaultMaxCodeBytes          = 64 << 10
+	DefaultMaxCodeMemory   int64 = 64 << 20
+	DefaultMaxCodeLogBytes int64 = 64 << 10
 	// DefaultMemoryMB is the memory assumed when the process is not told
 	// its own (Lambda's smallest sensible size for a workflow runner).
 	DefaultMemoryMB = 512
@@ -65,6 +72,15 @@ type Limits struct {
 	// strings and collections, charged before each allocation. 0 means
 	// DefaultMaxExprMemory, a negative value no bound.
 	MaxExprMemory int64
+	// MaxCodeBytes caps a code node's with.code, checked before
+	// acceptance.
+	MaxCodeBytes int
+	// MaxCodeMemory is the memory one code node evaluation may hold: the
+	// kernel limit of the sandbox worker running it (engine/sandbox).
+	MaxCodeMemory int64
+	// MaxCodeLogBytes bounds what one code node evaluation may write with
+	// console.log.
+	MaxCodeLogBytes int64
 	// MaxDuration bounds an execution whose context has no deadline (the
 	// local server); under Lambda the invocation deadline applies.
 	MaxDuration time.Duration
@@ -113,6 +129,13 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxExprMemory == 0 {
 		l.MaxExprMemory = min(DefaultMaxExprMemory, l.MemoryBudget)
+	}
+	def(&l.MaxCodeBytes, DefaultMaxCodeBytes)
+	if l.MaxCodeMemory <= 0 {
+		l.MaxCodeMemory = DefaultMaxCodeMemory
+	}
+	if l.MaxCodeLogBytes <= 0 {
+		l.MaxCodeLogBytes = DefaultMaxCodeLogBytes
 	}
 	if l.MaxDuration <= 0 {
 		l.MaxDuration = DefaultMaxDuration

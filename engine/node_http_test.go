@@ -18,6 +18,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
+	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -373,7 +374,7 @@ func TestExamplesPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agent.json", "hello.json", "http-secret.json", "http.json", "model.json", "tool.json"}
+	want := []string{"agent.json", "code.json", "hello.json", "http-secret.json", "http.json", "model.json", "tool.json"}
 	var names []string
 	for _, f := range files {
 		names = append(names, filepath.Base(f))
@@ -390,6 +391,8 @@ func TestExamplesPrepare(t *testing.T) {
 				t.Fatal(err)
 			}
 			e, _ := svcEngine(t, nil)
+			// Code nodes need a sandbox; Prepare starts no worker.
+			e.Services.Code = &sandbox.Pool{}
 			prepareReq(t, e, string(b))
 		})
 	}

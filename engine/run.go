@@ -387,7 +387,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	if ne := r.account(out); ne != nil {
 		return nil, "", ne
 	}
-	call.completed = protocol.NodeCompleted{NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out)}
+	call.completed = protocol.NodeCompleted{NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out), Logs: r.tracedLogs(call.logs)}
 	_ = r.sink.Emit(&call.completed)
 	return out, "", nil
 }
@@ -432,7 +432,17 @@ func (gr *graphRun) emitFailed(n *node, attempt int, dur int64, ne *NodeError, r
 		NodeID: gr.prefix + n.id, NodeType: n.typ, Attempt: attempt, DurationMs: dur,
 		Error:    protocol.NodeError{Code: ne.Code, Message: gr.r.x.redact.String(ne.Message)},
 		Retrying: retrying,
+		Logs:     gr.r.tracedLogs(ne.logs),
 	})
+}
+
+// tracedLogs is a code node's console output for its event: traced like
+// an output (redacted, cut to maxEventBytes), absent when there is none.
+func (r *run) tracedLogs(logs []string) json.RawMessage {
+	if len(logs) == 0 {
+		return nil
+	}
+	return r.traced(logs)
 }
 
 // suspend records a node waiting for consent.

@@ -18,7 +18,7 @@ import (
 // serviceNodeTypes are the node types of the schema that call runtime
 // services (models, toolsets, HTTP). Their kinds live with those services
 // and may not be registered by New.
-var serviceNodeTypes = []string{"model", "agent", "tool", "http"}
+var serviceNodeTypes = []string{"model", "agent", "tool", "http", "code"}
 
 // coreNodeTypes are the node types New must register itself.
 var coreNodeTypes = []string{"set", "fail", "map", "workflow"}

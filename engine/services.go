@@ -12,6 +12,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -41,6 +42,17 @@ type Services struct {
 	// FanOut runs the batches of distributed maps in child invocations
 	// (Limits.MaxFanOutInvocations above 0); nil means none can run.
 	FanOut FanOut
+	// Code evaluates the JavaScript of code nodes, out of process (a
+	// *sandbox.Pool). Nil means this runner has none: code nodes are then
+	// refused before acceptance and not listed in capabilities.
+	Code CodeRunner
+}
+
+// CodeRunner evaluates one code node's function body; a *sandbox.Pool is
+// one. It returns a *sandbox.Error for a failure of the code, ctx's error
+// when ctx ended first (the evaluation stopped by then).
+type CodeRunner interface {
+	Eval(ctx context.Context, req sandbox.Request) (*sandbox.Reply, error)
 }
 
 // modelClients returns the clients model calls use.

@@ -73,4 +73,9 @@ type Constraints struct {
 	// MaxFanOutInvocations is the most child invocations a distributed map
 	// runs at once; 0: distribution is off.
 	MaxFanOutInvocations int `json:"maxFanOutInvocations"`
+	// A code node's with.code size, the memory of one evaluation and the
+	// bytes its console.log may write.
+	MaxCodeBytes    int   `json:"maxCodeBytes"`
+	MaxCodeMemory   int64 `json:"maxCodeMemoryBytes"`
+	MaxCodeLogBytes int64 `json:"maxCodeLogBytes"`
 }

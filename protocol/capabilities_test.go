@@ -38,6 +38,9 @@ var testCapabilities = Capabilities{
 		MemoryBudget:           536870912,
 		MaxExprSteps:           10000000,
 		MaxExprMemory:          16777216,
+		MaxCodeBytes:           65536,
+		MaxCodeMemory:          67108864,
+		MaxCodeLogBytes:        65536,
 	},
 }
 
@@ -52,7 +55,8 @@ func TestCapabilitiesBytes(t *testing.T) {
 		`"constraints":{"maxDurationMs":890000,"memoryMb":1024,"maxRequestBytes":6291456,"maxNodes":200,` +
 		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxDepth":128,"maxSchemaDepth":32,"maxSchemaBytes":65536,"maxEventBytes":262144,` +
 		`"maxStreamBytes":20971520,"maxBufferedStreamBytes":6225920,` +
-		`"maxOutputBytes":1048576,"memoryBudgetBytes":536870912,"maxExprSteps":10000000,"maxExprMemoryBytes":16777216,"maxFanOutInvocations":0}}`
+		`"maxOutputBytes":1048576,"memoryBudgetBytes":536870912,"maxExprSteps":10000000,"maxExprMemoryBytes":16777216,"maxFanOutInvocations":0,` +
+		`"maxCodeBytes":65536,"maxCodeMemoryBytes":67108864,"maxCodeLogBytes":65536}}`
 	if got := marshal(t, testCapabilities); got != want {
 		t.Errorf("capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
 	}
@@ -80,7 +84,7 @@ func TestCapabilitiesKeys(t *testing.T) {
 		{"constraints", member(t, doc, "constraints"), []string{
 			"maxDurationMs", "memoryMb", "maxRequestBytes", "maxNodes", "maxConcurrency",
 			"maxMapItems", "maxChildDepth", "maxDepth", "maxSchemaDepth", "maxSchemaBytes", "maxEventBytes", "maxStreamBytes", "maxBufferedStreamBytes", "maxOutputBytes", "memoryBudgetBytes",
-			"maxExprSteps", "maxExprMemoryBytes", "maxFanOutInvocations",
+			"maxExprSteps", "maxExprMemoryBytes", "maxFanOutInvocations", "maxCodeBytes", "maxCodeMemoryBytes", "maxCodeLogBytes",
 		}},
 	}
 	for _, tt := range tests {
@@ -100,7 +104,8 @@ func TestCapabilitiesZeroValue(t *testing.T) {
 		`"workflows":false,"http":false,"checkpoints":false,"persistentValues":false,"consent":""},` +
 		`"streaming":{"contentType":""},` +
 		`"constraints":{"maxDurationMs":0,"memoryMb":0,"maxRequestBytes":0,"maxNodes":0,"maxConcurrency":0,` +
-		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxEventBytes":0,"maxStreamBytes":0,"maxBufferedStreamBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0,"maxExprSteps":0,"maxExprMemoryBytes":0,"maxFanOutInvocations":0}}`
+		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxEventBytes":0,"maxStreamBytes":0,"maxBufferedStreamBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0,"maxExprSteps":0,"maxExprMemoryBytes":0,"maxFanOutInvocations":0,` +
+		`"maxCodeBytes":0,"maxCodeMemoryBytes":0,"maxCodeLogBytes":0}}`
 	if got := marshal(t, Capabilities{}); got != want {
 		t.Errorf("zero capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
 	}

@@ -42,6 +42,9 @@ const (
 	// CodeInvocationFailed fails the items of a distributed map's batch
 	// whose child invocation could not run or ended without its result.
 	CodeInvocationFailed Code = "INVOCATION_FAILED"
+	// CodeCodeError is a code node's JavaScript throwing (or not
+	// compiling, or returning what JSON cannot hold).
+	CodeCodeError Code = "CODE_ERROR"
 )
 
 // HTTPStatus is the status of a response whose error body carries code c.

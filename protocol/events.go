@@ -60,6 +60,9 @@ type NodeCompleted struct {
 	Attempt    int             `json:"attempt"`
 	DurationMs int64           `json:"durationMs"`
 	Output     json.RawMessage `json:"output,omitempty"`
+	// Logs are a code node's console.log lines (an array of strings),
+	// set only when traced.
+	Logs json.RawMessage `json:"logs,omitempty"`
 }
 
 // NodeFailed reports a failed attempt; Retrying says whether another attempt
@@ -72,6 +75,8 @@ type NodeFailed struct {
 	DurationMs int64     `json:"durationMs"`
 	Error      NodeError `json:"error"`
 	Retrying   bool      `json:"retrying"`
+	// Logs are as in NodeCompleted.
+	Logs json.RawMessage `json:"logs,omitempty"`
 }
 
 // NodeError is a node's failure: a code for programs, a message for people.

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"errors"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/dop251/goja/parser"
 )
@@ -23,7 +25,20 @@ func Check(code string) *Error {
 	var list parser.ErrorList
 	if errors.As(err, &list) && len(list) > 0 {
 		e := list[0]
-		return &Error{Kind: KindThrown, Message: "SyntaxError: " + e.Message, Line: max(e.Position.Line-1, 1), Column: e.Position.Column}
+		return SyntaxError(code, e.Message, e.Position.Line, e.Position.Column)
 	}
 	return &Error{Kind: KindThrown, Message: "SyntaxError: " + err.Error()}
+}
+
+// SyntaxError locates a syntax error the parser found at line and column
+// of Wrap(code) in the body itself. One past the body, in what Wrap
+// added, is the body ending too early: its end is the place.
+func SyntaxError(code, msg string, line, column int) *Error {
+	line--
+	lines := strings.Count(code, "\n") + 1
+	if line > lines {
+		last := code[strings.LastIndexByte(code, '\n')+1:]
+		line, column, msg = lines, utf8.RuneCountInString(last)+1, "Unexpected end of input"
+	}
+	return &Error{Kind: KindThrown, Message: "SyntaxError: " + msg, Line: max(line, 1), Column: column}
 }

@@ -203,7 +203,8 @@ func (w *worker) died() error {
 	w.cmd = nil
 	msg := w.stderr.String()
 	switch {
-	case strings.Contains(msg, "out of memory"), strings.Contains(msg, "cannot allocate memory"):
+	// The Go runtime's words, and the race detector's (tests).
+	case strings.Contains(msg, "out of memory"), strings.Contains(msg, "cannot allocate memory"), strings.Contains(msg, "failed to allocate"):
 		return &Error{Kind: KindMemory, Message: "the code exceeded its memory limit"}
 	case strings.Contains(msg, "stack overflow"), strings.Contains(msg, "stack exceeds"):
 		return &Error{Kind: KindStack, Message: "the code nested too deeply (stack overflow)"}

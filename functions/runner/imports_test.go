@@ -24,11 +24,16 @@ func TestImportDirection(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const mod = "github.com/runnerd/lambda-runner/"
-	adapters := []string{"engine/lang", "engine/models", "engine/toolsets", "engine/egress", "engine/permission", "infra/"}
+	adapters := []string{"engine/lang", "engine/models", "engine/toolsets", "engine/egress", "engine/permission", "engine/sandbox", "infra/"}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		pkg, deps := strings.TrimPrefix(fields[0], mod), fields[1:]
+		// The JavaScript runtime is the sandbox worker's alone: only the
+		// worker and the main package that dispatches to it link it.
+		if pkg != "engine/sandbox/worker" && pkg != "functions/runner" && slices.Contains(deps, "github.com/dop251/goja") {
+			t.Errorf("%s links github.com/dop251/goja: only engine/sandbox/worker may", pkg)
+		}
 		forbid := func(why string, bad func(dep string) bool) {
 			for _, d := range deps {
 				if bad(d) {

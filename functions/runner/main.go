@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/sandbox/worker"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/functions/playground"
 	"github.com/runnerd/lambda-runner/infra/config"
@@ -44,6 +45,11 @@ const runnerName = "runnerd-lambda"
 var version = "dev"
 
 func main() {
+	// A sandbox worker (code nodes) before anything else: it reads its
+	// requests from stdin, never the configuration.
+	if worker.Requested(os.Args) {
+		worker.Main(os.Args)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	// Off the path to serving: the first signal.Notify waits while the Go

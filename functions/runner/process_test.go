@@ -17,9 +17,15 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/runnerd/lambda-runner/engine/sandbox/worker"
 )
 
 func TestMain(m *testing.M) {
+	// An in-process runner's code nodes start this binary as their worker.
+	if worker.Requested(os.Args) {
+		worker.Main(os.Args)
+	}
 	code := m.Run()
 	removeBuiltBootstrap()
 	if code == 0 {

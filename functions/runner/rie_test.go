@@ -236,6 +236,20 @@ func TestRIE(t *testing.T) {
 		executionID, _ = evs[0]["executionId"].(string)
 	})
 
+	t.Run("a code node runs in a worker of the bootstrap itself", func(t *testing.T) {
+		// Under the emulator as under Lambda: the worker is this binary
+		// (os.Executable), started on the first code node, nothing else.
+		body := `{"version":1,"input":{"xs":[3,1,2]},"workflow":{"nodes":[{"id":"c","type":"code",` +
+			`"with":{"input":"${{ input.xs }}","code":"return input.toSorted().map(x => x * 10)"}}]}}`
+		_, stream := r.streamed(t, functionURLEvent("POST", "/v1/executions", testToken, body), "rie-code-1")
+		evs := checkStream(t, stream)
+		last := evs[len(evs)-1]
+		out, _ := json.Marshal(last["output"])
+		if last["type"] != "result" || string(out) != `{"c":[10,20,30]}` {
+			t.Errorf("terminal event %v", last)
+		}
+	})
+
 	t.Run("logs and metrics name the request and the execution", func(t *testing.T) {
 		if executionID == "" {
 			t.Skip("no execution ran")

@@ -14,6 +14,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/awsconfig"
@@ -31,21 +32,24 @@ import (
 func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger, stdout io.Writer, tr *telemetry.Tracing) (*functions.Handler, error) {
 	// Zero fields (unset variables) are the engine's defaults.
 	limits := engine.Limits{
-		MaxNodes:       cfg.MaxNodes,
-		MaxConcurrency: cfg.MaxConcurrency,
-		MaxMapItems:    cfg.MaxMapItems,
-		MaxChildDepth:  cfg.MaxChildDepth,
-		MaxDepth:       cfg.MaxDepth,
-		MaxSchemaDepth: cfg.MaxSchemaDepth,
-		MaxSchemaBytes: cfg.MaxSchemaBytes,
-		MaxEventBytes:  cfg.MaxEventBytes,
-		MaxOutputBytes: cfg.MaxOutputBytes,
-		MemoryMB:       cfg.MemoryMB,
-		MemoryBudget:   cfg.MemoryBudget,
-		MaxExprSteps:   cfg.MaxExprSteps,
-		MaxExprMemory:  cfg.MaxExprMemory,
-		MaxDuration:    cfg.Timeout,
-		Reserve:        cfg.Reserve,
+		MaxNodes:        cfg.MaxNodes,
+		MaxConcurrency:  cfg.MaxConcurrency,
+		MaxMapItems:     cfg.MaxMapItems,
+		MaxChildDepth:   cfg.MaxChildDepth,
+		MaxDepth:        cfg.MaxDepth,
+		MaxSchemaDepth:  cfg.MaxSchemaDepth,
+		MaxSchemaBytes:  cfg.MaxSchemaBytes,
+		MaxEventBytes:   cfg.MaxEventBytes,
+		MaxOutputBytes:  cfg.MaxOutputBytes,
+		MemoryMB:        cfg.MemoryMB,
+		MemoryBudget:    cfg.MemoryBudget,
+		MaxExprSteps:    cfg.MaxExprSteps,
+		MaxExprMemory:   cfg.MaxExprMemory,
+		MaxCodeBytes:    cfg.MaxCodeBytes,
+		MaxCodeMemory:   cfg.MaxCodeMemory,
+		MaxCodeLogBytes: cfg.MaxCodeLogBytes,
+		MaxDuration:     cfg.Timeout,
+		Reserve:         cfg.Reserve,
 
 		MaxFanOutInvocations: cfg.MaxFanOutInvocations,
 	}
@@ -61,6 +65,7 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		return nil, err
 	}
 	eng.Services = svc
+	eng.Services.Code = codePool(eng.Limits.WithDefaults())
 	h := &functions.Handler{
 		Tokens:                 src,
 		Engine:                 eng,
@@ -134,8 +139,21 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 			MaxExprSteps:           l.MaxExprSteps,
 			MaxExprMemory:          l.MaxExprMemory,
 			MaxFanOutInvocations:   l.MaxFanOutInvocations,
+			MaxCodeBytes:           l.MaxCodeBytes,
+			MaxCodeMemory:          l.MaxCodeMemory,
+			MaxCodeLogBytes:        l.MaxCodeLogBytes,
 		},
 	}
+}
+
+// codePool is the sandbox of code nodes: workers are this binary (main
+// dispatches on sandbox.WorkerArg), started on a code node's first
+// evaluation, never before. As many run at once as an execution's
+// concurrency allows and the memory budget holds at MaxCodeMemory each,
+// and at least one.
+func codePool(l engine.Limits) *sandbox.Pool {
+	workers := min(l.MaxConcurrency, max(1, int(l.MemoryBudget/l.MaxCodeMemory)))
+	return &sandbox.Pool{Options: sandbox.Options{MemoryBytes: l.MaxCodeMemory, Workers: workers}}
 }
 
 // services configures the engine's runtime services. The deployment's

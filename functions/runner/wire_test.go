@@ -47,7 +47,7 @@ func TestCapabilitiesFromServices(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := h.Capabilities
-			if want := []string{"agent", "fail", "http", "map", "model", "set", "tool", "workflow"}; !slices.Equal(c.NodeTypes, want) {
+			if want := []string{"agent", "code", "fail", "http", "map", "model", "set", "tool", "workflow"}; !slices.Equal(c.NodeTypes, want) {
 				t.Errorf("nodeTypes = %q, want %q", c.NodeTypes, want)
 			}
 			rt := c.Runtime

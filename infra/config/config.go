@@ -76,6 +76,11 @@ type Config struct {
 	// FunctionVersion is AWS_LAMBDA_FUNCTION_VERSION, the qualifier of a
 	// fan-out to the function itself.
 	FunctionVersion string
+	// Code nodes: the size of with.code, the memory of one evaluation (its
+	// sandbox worker's kernel limit) and the bytes its console.log may write.
+	MaxCodeBytes    int   // RUNNER_MAX_CODE_BYTES
+	MaxCodeMemory   int64 // RUNNER_MAX_CODE_MEMORY_BYTES
+	MaxCodeLogBytes int64 // RUNNER_MAX_CODE_LOG_BYTES
 
 	Models []protocol.Model // RUNNER_MODELS: the deployment's model table, JSON
 
@@ -154,6 +159,9 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxFanOutInvocations:   r.int("RUNNER_MAX_FANOUT_INVOCATIONS", 0, 10_000),
 		FanOutFunction:         strings.TrimSpace(getenv("RUNNER_FANOUT_FUNCTION")),
 		FunctionVersion:        strings.TrimSpace(getenv("AWS_LAMBDA_FUNCTION_VERSION")),
+		MaxCodeBytes:           r.int("RUNNER_MAX_CODE_BYTES", 16, 16<<20),
+		MaxCodeMemory:          r.int64Range("RUNNER_MAX_CODE_MEMORY_BYTES", 16<<20, 1<<40),
+		MaxCodeLogBytes:        r.int64("RUNNER_MAX_CODE_LOG_BYTES", 256),
 
 		HTTPMaxResponseBytes: r.int64("RUNNER_HTTP_MAX_RESPONSE_BYTES", 1),
 		HTTPTimeout:          time.Duration(r.int("RUNNER_HTTP_TIMEOUT_MS", 1, 900_000)) * time.Millisecond,

@@ -78,6 +78,9 @@ func TestLoadValues(t *testing.T) {
 		{"stream bounds", env{"RUNNER_MAX_STREAM_BYTES": "1048576", "RUNNER_MAX_BUFFERED_STREAM_BYTES": "65536"}, func(c Config) bool {
 			return c.MaxStreamBytes == 1<<20 && c.MaxBufferedStreamBytes == 64<<10
 		}},
+		{"code node bounds", env{"RUNNER_MAX_CODE_BYTES": "1024", "RUNNER_MAX_CODE_MEMORY_BYTES": "33554432", "RUNNER_MAX_CODE_LOG_BYTES": "4096"}, func(c Config) bool {
+			return c.MaxCodeBytes == 1024 && c.MaxCodeMemory == 32<<20 && c.MaxCodeLogBytes == 4096
+		}},
 		{"expression budgets", env{"RUNNER_MAX_EXPR_STEPS": "5000", "RUNNER_MAX_EXPR_MEMORY_BYTES": "4096"}, func(c Config) bool {
 			return c.MaxExprSteps == 5000 && c.MaxExprMemory == 4096
 		}},
@@ -125,6 +128,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{env{"RUNNER_MAX_OUTPUT_BYTES": "1"}, []string{"RUNNER_MAX_OUTPUT_BYTES"}},
 		{env{"RUNNER_MAX_EXPR_STEPS": "10"}, []string{"RUNNER_MAX_EXPR_STEPS"}},
 		{env{"RUNNER_MAX_EXPR_MEMORY_BYTES": "-1"}, []string{"RUNNER_MAX_EXPR_MEMORY_BYTES"}},
+		{env{"RUNNER_MAX_CODE_MEMORY_BYTES": "1048576"}, []string{"RUNNER_MAX_CODE_MEMORY_BYTES"}},
+		{env{"RUNNER_MAX_CODE_BYTES": "x"}, []string{"RUNNER_MAX_CODE_BYTES"}},
+		{env{"RUNNER_MAX_CODE_LOG_BYTES": "0"}, []string{"RUNNER_MAX_CODE_LOG_BYTES"}},
 		{env{"RUNNER_MEMORY_BUDGET_BYTES": "x"}, []string{"RUNNER_MEMORY_BUDGET_BYTES"}},
 		{env{"RUNNER_MEMORY_MB": "64"}, []string{"RUNNER_MEMORY_MB"}},
 		{env{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "lots"}, []string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE"}},

@@ -37,7 +37,7 @@ func Eval(req sandbox.Request) (rep sandbox.Reply) {
 
 	prg, err := goja.Compile("code", sandbox.Wrap(req.Code), false)
 	if err != nil {
-		return sandbox.Reply{Error: compileError(err)}
+		return sandbox.Reply{Error: compileError(req.Code, err)}
 	}
 	fnv, err := vm.RunProgram(prg)
 	if err != nil {
@@ -122,11 +122,11 @@ func (c *console) format(v goja.Value) string {
 }
 
 // compileError locates a syntax error in the body.
-func compileError(err error) *sandbox.Error {
+func compileError(code string, err error) *sandbox.Error {
 	var se *goja.CompilerSyntaxError
 	if errors.As(err, &se) && se.File != nil {
 		pos := se.File.Position(se.Offset)
-		return &sandbox.Error{Kind: sandbox.KindThrown, Message: clip("SyntaxError: " + se.Message), Line: max(pos.Line-1, 1), Column: pos.Column}
+		return sandbox.SyntaxError(code, clip(se.Message), pos.Line, pos.Column)
 	}
 	return &sandbox.Error{Kind: sandbox.KindThrown, Message: clip(err.Error())}
 }

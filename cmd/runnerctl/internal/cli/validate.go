@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/sandbox"
 )
 
 func newValidateCmd(env *Env) *cobra.Command {
@@ -22,6 +23,10 @@ warnings are marked and do not fail. It exits 1 if any file has an error.`,
 		ValidArgsFunction: jsonFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			eng := engine.New(engine.DefaultLimits())
+			// Code nodes are checked as a runner with its sandbox checks
+			// them (syntax, size); Validate evaluates nothing, so no
+			// worker ever starts.
+			eng.Services.Code = &sandbox.Pool{}
 			bad := 0
 			for _, name := range args {
 				src, err := readSource(env, name)

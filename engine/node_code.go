@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// codeKind runs author-written JavaScript over JSON in a sandbox worker
+// process (engine/sandbox, through Services.Code):
+//
+//	with: {code, input}
+//	output: the function's return value
+//
+// code is the body of a function called with one argument, input (with.input
+// evaluated as a template); code itself is taken as written, never
+// templated. It is checked for syntax and size before acceptance. A thrown
+// error is CODE_ERROR, a bound of the sandbox LIMIT_EXCEEDED (memory,
+// stack, console output), a return value over maxOutputBytes
+// OUTPUT_TOO_LARGE; timeoutMs, the deadline and a cancellation kill the
+// worker. console.log lines travel in the attempt's node.completed or
+// node.failed event (logs) when the request is traced. A code node has no
+// side effect and asks no permission; it never sees secrets (with.input
+// cannot name them).
+type codeKind struct{}
+
+func (codeKind) Prepare(c *Compiler) Step {
+	raw, _ := c.Raw("code")
+	code, ok := raw.(string)
+	if !ok {
+		// The document's schema reports a missing or non-string code.
+		return nil
+	}
+	if c.Engine().Services.Code == nil {
+		c.Errorf("", "node %q: code nodes are not available on this runner (it has no sandbox)", c.NodeID())
+		return nil
+	}
+	if max := c.Limits().MaxCodeBytes; len(code) > max {
+		c.Errorf("code", "node %q: the code is %d bytes, over maxCodeBytes (%d)", c.NodeID(), len(code), max)
+		return nil
+	}
+	if err := sandbox.Check(code); err != nil {
+		c.Errorf("code", "node %q: %s at line %d, column %d", c.NodeID(), err.Message, err.Line, err.Column)
+		return nil
+	}
+	c.With("code")
+	return codeStep{code: code}
+}
+
+type codeStep struct{ code string }
+
+func (s codeStep) Run(ctx context.Context, call *Call) (any, error) {
+	input, err := json.Marshal(call.WithMap()["input"])
+	if err != nil {
+		return nil, Errorf(protocol.CodeExpressionError, "with.input is not JSON: %v", err)
+	}
+	l := call.Limits()
+	rep, err := call.codeRunner().Eval(ctx, sandbox.Request{
+		Code: s.code, Input: input, MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxCodeLogBytes,
+	})
+	var se *sandbox.Error
+	switch {
+	case errors.As(err, &se):
+		return nil, codeError(se, l)
+	case err != nil:
+		return nil, err // ctx ended: the scheduler names it
+	}
+	call.logs = rep.Logs
+	if err := protocol.CheckStructure(rep.Output, l.MaxDepth); err != nil {
+		return nil, &NodeError{Code: protocol.CodeLimitExceeded, Message: "the return value nests deeper than maxDepth", Err: err, logs: rep.Logs}
+	}
+	out, err := decodeJSON(rep.Output)
+	if err != nil {
+		return nil, &NodeError{Code: protocol.CodeFailed, Message: "the sandbox returned malformed JSON", Err: err, logs: rep.Logs}
+	}
+	return out, nil
+}
+
+// codeError maps a sandbox failure to the node's code and message.
+func codeError(se *sandbox.Error, l Limits) *NodeError {
+	var ne *NodeError
+	switch se.Kind {
+	case sandbox.KindThrown:
+		ne = Errorf(protocol.CodeCodeError, "%s", clipMessage(se.Error()))
+	case sandbox.KindMemory:
+		ne = Errorf(protocol.CodeLimitExceeded, "%s: over maxCodeMemoryBytes (%d)", se.Message, l.MaxCodeMemory)
+	case sandbox.KindStack:
+		ne = Errorf(protocol.CodeLimitExceeded, "%s", se.Message)
+	case sandbox.KindLogs:
+		ne = Errorf(protocol.CodeLimitExceeded, "%s, over maxCodeLogBytes", se.Message)
+	case sandbox.KindOutput:
+		ne = Errorf(protocol.CodeOutputTooLarge, "%s", se.Message)
+	default:
+		ne = Errorf(protocol.CodeFailed, "%s", se.Message)
+	}
+	ne.Err = se
+	return ne
+}

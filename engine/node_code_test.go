@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// codeEngine is an engine whose code nodes run in workers that are this
+// test binary (TestMain), under limits l.
+func codeEngine(t testing.TB, l Limits) (*Engine, *sandbox.Pool) {
+	t.Helper()
+	e := New(l)
+	l = l.WithDefaults()
+	p := &sandbox.Pool{Options: sandbox.Options{Path: os.Args[0], Workers: 2, MemoryBytes: l.MaxCodeMemory}}
+	t.Cleanup(p.Close)
+	e.Services.Code = p
+	return e, p
+}
+
+func codeDoc(nodes string) string { return `{"nodes":[` + nodes + `]}` }
+
+func TestCodeNode(t *testing.T) {
+	e, _ := codeEngine(t, Limits{})
+	body := `{"version":1,"trace":true,"input":{"items":[3,1,2]},"workflow":` + codeDoc(`
+		{"id":"sort","type":"code","with":{"input":"${{ input.items }}","code":"console.log('sorting', input.length);\nreturn input.toSorted((a, b) => a - b)"}},
+		{"id":"sum","type":"code","needs":["sort"],"with":{"input":{"xs":"${{ nodes.sort.output }}","k":"${{ 10 }}"},"code":"return {total: input.xs.reduce((a, b) => a + b, 0) * input.k, n: undefined}"}},
+		{"id":"nothing","type":"code","needs":["sum"],"with":{"code":"if (input !== null) throw new Error('input'); return undefined"}}`) + `}`
+	s, _ := runBody(t, e, body)
+	wantOutput(t, s.result(t), `{"nothing":null}`)
+	for _, ev := range s.all() {
+		if c, ok := ev.(*protocol.NodeCompleted); ok && c.NodeID == "sort" {
+			if string(c.Logs) != `["sorting 3"]` || string(c.Output) != `[1,2,3]` {
+				t.Errorf("sort completed with output %s logs %s", c.Output, c.Logs)
+			}
+		}
+		if c, ok := ev.(*protocol.NodeCompleted); ok && c.NodeID == "sum" && string(c.Output) != `{"total":60}` {
+			t.Errorf("sum output %s", c.Output)
+		}
+	}
+}
+
+func TestCodeNodeFailures(t *testing.T) {
+	e, p := codeEngine(t, Limits{MaxOutputBytes: 1 << 10, MaxCodeLogBytes: 1 << 10})
+	tests := []struct {
+		name, node string
+		code       protocol.Code
+		msg        string
+	}{
+		{"thrown", `{"id":"c","type":"code","with":{"code":"const a = 1;\n  null.x"}}`, protocol.CodeCodeError, "line 2, column"},
+		{"timeout", `{"id":"c","type":"code","timeoutMs":200,"with":{"code":"for (;;) {}"}}`, protocol.CodeTimeout, "timed out"},
+		{"memory", `{"id":"c","type":"code","with":{"code":"const a = []; for (;;) a.push('x'.repeat(1 << 20) + a.length)"}}`, protocol.CodeLimitExceeded, "maxCodeMemoryBytes"},
+		{"output", `{"id":"c","type":"code","with":{"code":"return 'x'.repeat(2000)"}}`, protocol.CodeOutputTooLarge, "maxOutputBytes"},
+		{"logs", `{"id":"c","type":"code","with":{"code":"console.log('x'.repeat(2000))"}}`, protocol.CodeLimitExceeded, "maxCodeLogBytes"},
+		{"stack", `{"id":"c","type":"code","with":{"code":"const f = () => f(); f()"}}`, protocol.CodeLimitExceeded, "call stack"},
+		{"deep output", `{"id":"c","type":"code","with":{"code":"let v = 1; for (let i = 0; i < 200; i++) v = [v]; return v"}}`, protocol.CodeLimitExceeded, "maxDepth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			s, _ := runBody(t, e, reqBody(codeDoc(tt.node), ""))
+			f := s.nodeFailed("c")
+			if f == nil {
+				t.Fatalf("no node.failed; events %v", s.all())
+			}
+			if f.Error.Code != tt.code || !strings.Contains(f.Error.Message, tt.msg) {
+				t.Errorf("node.failed %s: %q, want %s with %q", f.Error.Code, f.Error.Message, tt.code, tt.msg)
+			}
+			if f.Retrying {
+				t.Error("a code node's own failure is retried")
+			}
+			t.Logf("%v: %s", time.Since(start), f.Error.Message)
+		})
+	}
+	// Workers that ended (the timeout, the memory limit) were replaced;
+	// the others were kept.
+	if n := p.Started(); n > 4 {
+		t.Errorf("%d workers started for %d evaluations", n, len(tests))
+	}
+}
+
+func TestCodeNodePrepare(t *testing.T) {
+	e, _ := codeEngine(t, Limits{MaxCodeBytes: 64})
+	tests := []struct{ name, node, path, msg string }{
+		{"syntax", `{"id":"c","type":"code","with":{"code":"let x = 1;\nreturn x +"}}`, "workflow.nodes[0].with.code", "line 2, column"},
+		{"size", `{"id":"c","type":"code","with":{"code":"` + strings.Repeat("1;", 40) + `"}}`, "workflow.nodes[0].with.code", "over maxCodeBytes (64)"},
+		{"missing", `{"id":"c","type":"code","with":{}}`, "workflow.nodes[0].with", "code"},
+		{"not a string", `{"id":"c","type":"code","with":{"code":1}}`, "workflow.nodes[0].with.code", ""},
+		{"unknown field", `{"id":"c","type":"code","with":{"code":"","env":{}}}`, "workflow.nodes[0].with", "env"},
+		{"secrets", `{"id":"c","type":"code","with":{"code":"","input":"${{ secrets.key }}"}}`, "workflow.nodes[0].with.input", "secrets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"version":1,"workflow":` + codeDoc(tt.node) + `,"runtime":{"http":{"secrets":{"key":{"value":"s3cret","hosts":["x.example"]}}}}}`
+			inv := prepareInvalid(t, e, body)
+			ok := false
+			for _, d := range inv.Details {
+				ok = ok || d.Path == tt.path && strings.Contains(d.Message, tt.msg)
+			}
+			if !ok {
+				b, _ := json.Marshal(inv.Details)
+				t.Errorf("details %s, want one at %s with %q", b, tt.path, tt.msg)
+			}
+		})
+	}
+	// Without a sandbox the node type is neither offered nor accepted.
+	bare := New(Limits{})
+	for _, typ := range bare.NodeTypes() {
+		if typ == "code" {
+			t.Error("an engine without Services.Code lists the code node type")
+		}
+	}
+	inv := prepareInvalid(t, bare, reqBody(codeDoc(`{"id":"c","type":"code","with":{"code":"return 1"}}`), ""))
+	if !strings.Contains(inv.Details[0].Message, "not available") {
+		t.Errorf("details %+v", inv.Details)
+	}
+}
+
+// examples/code.json runs as examples/README.md and docs/workflows.md say.
+func TestCodeExample(t *testing.T) {
+	b, err := os.ReadFile("../examples/code.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := codeEngine(t, Limits{})
+	s, _ := runBody(t, e, string(b))
+	wantOutput(t, s.result(t), `{"byLabel":{"bug":[{"id":4,"score":16},{"id":1,"score":10}],"feature":[{"id":2,"score":6}]},"topBug":4}`)
+}
