@@ -144,11 +144,13 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item
 			n.dependent = dependents[ends[k]:end:end]
 		}
 	}
+	// Every node's scope and compiler, in one allocation for the graph.
+	preps := make([]nodePrep, len(g.nodes))
 	for i, n := range g.nodes {
 		if len(n.dependent) == 0 {
 			g.sinks = append(g.sinks, i)
 		}
-		p.compileNode(g, i, &docs[i], outer, item)
+		p.compileNode(g, i, &docs[i], &preps[i], outer, item)
 	}
 	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes {
 		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
@@ -177,14 +179,15 @@ func nodePaths(path string, n int) []string {
 	return paths
 }
 
-func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, outer *lang.Scope, item bool) {
+// nodePrep is what compiling a node keeps: its scope, and the compiler
+// that holds it for as long as either lives.
+type nodePrep struct {
+	sc lang.Scope
+	c  Compiler
+}
+
+func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *lang.Scope, item bool) {
 	n := g.nodes[i]
-	// The scope and the compiler are allocated together: the compiler
-	// holds the scope for as long as either lives.
-	np := &struct {
-		sc lang.Scope
-		c  Compiler
-	}{}
 	np.sc = lang.Scope{
 		Input:     p.input,
 		Visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.Visible(id) },
