@@ -284,3 +284,24 @@ func TestLimitsWithDefaults(t *testing.T) {
 	req := wtReq(t, `{"nodes":[{"id":"n","type":"set","with":{"value":1}}]}`, "")
 	wtSameJSON(t, "result", wtRun(t, nil, e, req).result(t).Output, `{"n":1}`)
 }
+
+// TestReads: the caps on what an execution reads follow the output cap
+// and the memory budget.
+func TestReads(t *testing.T) {
+	tests := []struct {
+		name string
+		l    Limits
+		want ReadCaps
+	}{
+		{name: "defaults (512 MB)", want: ReadCaps{Reply: 4<<20 + 64<<10, ToolList: 4<<20 + 64<<10, ToolListPages: 100, Conversation: 16 << 20, InFlight: 64 << 20}},
+		{name: "a small budget caps the conversation", l: Limits{MemoryBudget: 32 << 20},
+			want: ReadCaps{Reply: 4<<20 + 64<<10, ToolList: 4<<20 + 64<<10, ToolListPages: 100, Conversation: 8 << 20, InFlight: 16 << 20}},
+		{name: "a small output cap", l: Limits{MaxOutputBytes: 1 << 20},
+			want: ReadCaps{Reply: 1<<20 + 64<<10, ToolList: 1<<20 + 64<<10, ToolListPages: 100, Conversation: 4 << 20, InFlight: 64 << 20}},
+	}
+	for _, tt := range tests {
+		if got := tt.l.Reads(); got != tt.want {
+			t.Errorf("%s: Reads() = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

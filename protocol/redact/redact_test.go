@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -119,5 +121,27 @@ func TestRedactorMessage(t *testing.T) {
 		if got := r.Message(tt.in, tt.n); got != tt.want {
 			t.Errorf("Message(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
+	}
+}
+
+// TestEncodedForms: a secret base64- or hex-encoded, the encodings a
+// request needs, is redacted like the secret; a short one's are not, as
+// they would match any text.
+func TestEncodedForms(t *testing.T) {
+	const secret = "s3cr3t/value?+"
+	r := New(secret)
+	b := []byte(secret)
+	for _, form := range []string{
+		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		url.QueryEscape(base64.StdEncoding.EncodeToString(b)),
+		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)),
+	} {
+		if got := r.String("x " + form + " y"); got != "x "+Marker+" y" {
+			t.Errorf("%q redacted to %q", form, got)
+		}
+	}
+	if got := New("abc").String(base64.StdEncoding.EncodeToString([]byte("abc"))); got != "YWJj" {
+		t.Errorf("the base64 of a 3-byte secret was redacted: %q", got)
 	}
 }
