@@ -74,6 +74,25 @@ func startGate(t *testing.T) *gate {
 		})
 	s := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(func() {
+		// Every execution closes the MCP sessions it opened, when it ends
+		// (hostile_cancel_test.go holds it to that); its end may come a
+		// moment after the page showed it.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var open []*mcp.ServerSession
+			for ss := range srv.Sessions() {
+				open = append(open, ss)
+			}
+			if len(open) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%d MCP sessions still open 5s after the test", len(open))
+				for _, ss := range open {
+					_ = ss.Close()
+				}
+				break
+			}
+		}
 		s.CloseClientConnections()
 		s.Close()
 	})

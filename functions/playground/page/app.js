@@ -439,6 +439,7 @@ function rawLines() {
 }
 
 function renderRaw(now) {
+  tabCount("events", run.events);
   const t = performance.now();
   if (!now && t - rawShownAt < 500) return;
   rawShownAt = t;
@@ -818,7 +819,7 @@ async function start(req) {
       referrerPolicy: "no-referrer",
     });
   } catch (e) {
-    done("failed", `could not reach the runner: ${e.message}`);
+    done("failed", controller.signal.aborted ? "stopped before the runner answered" : `could not reach the runner: ${e.message}`);
     return;
   }
   if (res.status !== 200) {
@@ -889,6 +890,8 @@ function runFromEditor() {
   } catch (e) {
     if (!(e instanceof Problems)) throw e;
     run = newRun();
+    graph.paintAll();
+    renderLegend();
     setStatus("invalid", e.message);
     showProblems(e.list);
     return;
