@@ -363,7 +363,7 @@ function describe(id) {
       parts.push(r.retrying ? `retrying · ${r.error ? r.error.code : ""}` : duration(performance.now() - r.startedAt));
     } else if (r.durationMs !== undefined) parts.push(duration(r.durationMs));
     if (r.attempt > 1 || r.retrying) parts.push(`attempt ${r.attempt}`);
-    if (state === "failed" && r.error) parts.push(String(r.error.code));
+    if (state === "failed" && r.error) extra = String(r.error.code);
     if (state === "suspended" && r.request) extra = `${r.request.action} ${r.request.resource}`;
   }
   if (def && def.type === "map") {
