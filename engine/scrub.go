@@ -12,7 +12,7 @@ import (
 // maxDerivedSecrets bounds the distinct values an execution derives from
 // its secrets and sends (see scrubber.learn): each one makes the redactor
 // longer, and the redactor runs over every event and everything received.
-const maxDerivedSecrets = 256
+const maxDerivedSecrets = 32
 
 // scrubber is an execution's redactor. It knows the request's secrets
 // (redact.Forms: cased, JSON- and URL-escaped, base64, hex) and, as the

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -293,5 +294,33 @@ func TestProviderUnknown(t *testing.T) {
 	_, err := (&Clients{}).Provider(context.Background(), protocol.Model{Provider: "cohere", Model: "m"})
 	if err == nil || !strings.Contains(err.Error(), `unknown provider "cohere"`) {
 		t.Errorf("Provider error = %v, want unknown provider", err)
+	}
+}
+
+// TestReplyLimit: a reply larger than Request.Read fails while the SDK
+// reads it, with every provider, as an *Error unwrapping the limit's error.
+func TestReplyLimit(t *testing.T) {
+	for _, w := range wires {
+		t.Run(w.provider, func(t *testing.T) {
+			awsTestEnv(t)
+			srv := newFakeServer(t, w.provider == ProviderBedrock, reply{body: w.ok})
+			p, err := (&Clients{HTTPClient: srv.client(t), MaxRetries: -1}).Provider(context.Background(),
+				protocol.Model{Provider: w.provider, Model: "m", BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}
+			req.Read = egress.NewReadLimit(int64(len(w.ok)/2), "model reply", nil)
+			_, err = p.Complete(context.Background(), req)
+			var e *Error
+			var rl *egress.ReadLimitError
+			if !errors.As(err, &e) || !errors.As(err, &rl) || !strings.Contains(e.Message, "model reply exceeds") {
+				t.Errorf("Complete error = %v, want the reply limit's", err)
+			}
+			req.Read = egress.NewReadLimit(int64(len(w.ok)), "model reply", nil)
+			if _, err := p.Complete(context.Background(), req); err != nil {
+				t.Errorf("a reply at the limit failed: %v", err)
+			}
+		})
 	}
 }
