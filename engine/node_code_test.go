@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +133,28 @@ func TestCodeExample(t *testing.T) {
 	e, _ := codeEngine(t, Limits{})
 	s, _ := runBody(t, e, string(b))
 	wantOutput(t, s.result(t), `{"byLabel":{"bug":[{"id":4,"score":16},{"id":1,"score":10}],"feature":[{"id":2,"score":6}]},"topBug":4}`)
+}
+
+// BenchmarkCodeMap1000 is a map of 1,000 items, each through a code node,
+// end to end (events written as NDJSON), with the pool's workers warm and
+// as many as the default limits allow at once (two at 512 MB).
+func BenchmarkCodeMap1000(b *testing.B) {
+	l := benchLimits()
+	e := New(l)
+	l = l.WithDefaults()
+	p := &sandbox.Pool{Options: sandbox.Options{Path: os.Args[0], Workers: max(1, int(l.MemoryBudget/l.MaxCodeMemory))}}
+	b.Cleanup(p.Close)
+	e.Services.Code = p
+	items := make([]string, 1000)
+	for i := range items {
+		items[i] = strconv.Itoa(i)
+	}
+	body := `{"version":1,"input":{"items":[` + strings.Join(items, ",") + `]},"workflow":{"nodes":[{"id":"each","type":"map",` +
+		`"with":{"items":"${{ input.items }}","nodes":[{"id":"sq","type":"code","with":{"input":"${{ item }}","code":"return input * input"}}],` +
+		`"output":"${{ nodes.sq.output }}"}}],"output":{"n":"${{ len(nodes.each.output) }}"}}}`
+	// The first run warms the workers; the benchmark's map counts 1,001
+	// nodes (the map and its iterations).
+	x := prepareReq(b, e, body)
+	x.Run(context.Background(), &benchSink{Writer: protocol.NewWriter(io.Discard, "bench", nil)})
+	benchmarkRunOn(b, e, body, 1001)
 }

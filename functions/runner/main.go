@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine"
-	"github.com/runnerd/lambda-runner/engine/sandbox/worker"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/functions/playground"
 	"github.com/runnerd/lambda-runner/infra/config"
@@ -47,9 +46,7 @@ var version = "dev"
 func main() {
 	// A sandbox worker (code nodes) before anything else: it reads its
 	// requests from stdin, never the configuration.
-	if worker.Requested(os.Args) {
-		worker.Main(os.Args)
-	}
+	serveWorker()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	// Off the path to serving: the first signal.Notify waits while the Go

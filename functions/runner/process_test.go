@@ -17,15 +17,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/runnerd/lambda-runner/engine/sandbox/worker"
 )
 
 func TestMain(m *testing.M) {
 	// An in-process runner's code nodes start this binary as their worker.
-	if worker.Requested(os.Args) {
-		worker.Main(os.Args)
-	}
+	serveWorker()
 	code := m.Run()
 	removeBuiltBootstrap()
 	if code == 0 {

@@ -14,7 +14,6 @@ import (
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
-	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/awsconfig"
@@ -144,16 +143,6 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 			MaxCodeLogBytes:        l.MaxCodeLogBytes,
 		},
 	}
-}
-
-// codePool is the sandbox of code nodes: workers are this binary (main
-// dispatches on sandbox.WorkerArg), started on a code node's first
-// evaluation, never before. As many run at once as an execution's
-// concurrency allows and the memory budget holds at MaxCodeMemory each,
-// and at least one.
-func codePool(l engine.Limits) *sandbox.Pool {
-	workers := min(l.MaxConcurrency, max(1, int(l.MemoryBudget/l.MaxCodeMemory)))
-	return &sandbox.Pool{Options: sandbox.Options{MemoryBytes: l.MaxCodeMemory, Workers: workers}}
 }
 
 // services configures the engine's runtime services. The deployment's

@@ -18,10 +18,13 @@ import (
 // testPool is a pool whose workers are this test binary (TestMain).
 func testPool(t testing.TB, workers int) *sandbox.Pool {
 	t.Helper()
-	p := &sandbox.Pool{Options: sandbox.Options{Path: os.Args[0], Workers: workers}}
+	p := &sandbox.Pool{Options: sandbox.Options{Path: testBinary(), Workers: workers}}
 	t.Cleanup(p.Close)
 	return p
 }
+
+// testBinary is this test binary, which TestMain makes a worker.
+func testBinary() string { return os.Args[0] }
 
 func request(code string) sandbox.Request {
 	return sandbox.Request{Code: code, Input: []byte(`{"n":3}`), MaxOutputBytes: 4 << 20, MaxLogBytes: 64 << 10}
