@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/telemetry"
@@ -35,12 +37,16 @@ import (
 // In practice it does not return: the runtime loop ends the process itself
 // (logged, exit status 1) when the runtime API fails, and Lambda starts a
 // fresh one.
-func serveLambda(ctx context.Context, h http.Handler, cfg config.Config, logger *slog.Logger, tr *telemetry.Tracing) error {
+//
+// A distributed map's batch (engine.BatchEventField) is answered first, by
+// eng, before any HTTP event kind is considered.
+func serveLambda(ctx context.Context, h http.Handler, eng *engine.Engine, cfg config.Config, logger *slog.Logger, tr *telemetry.Tracing) error {
 	var flush func(context.Context) error
 	if tr != nil {
 		flush = tr.Flush
 	}
 	inv := newInvoker(h, cfg.LambdaMode, logger, flush)
+	inv.batches = eng
 	logger.Info("serving Lambda invocations", "mode", cfg.LambdaMode, "version", version)
 	// No WithEnableSIGTERM: it registers an extension at every cold start
 	// (time), and the runner keeps nothing that a shutdown would lose.
@@ -57,12 +63,17 @@ const (
 	kindV2                // payload v2, buffered (HTTP API, BUFFERED function URL)
 	kindV1                // payload v1, buffered (REST API, HTTP API v1 payloads)
 	kindALB               // ALB target group, buffered
+	kindBatch             // a distributed map's batch, streamed (engine.ServeBatch)
 )
 
 // eventShape holds the fields the HTTP event formats differ by.
 type eventShape struct {
-	Version        string `json:"version"`
-	HTTPMethod     string `json:"httpMethod"`
+	// Batch is engine.BatchEventField: only an invocation of the function
+	// itself (lambda:InvokeFunction, IAM) can send it; the HTTP events'
+	// shapes are AWS's, with the request's body inside as a string.
+	Batch          json.RawMessage `json:"runnerFanOutBatch"`
+	Version        string          `json:"version"`
+	HTTPMethod     string          `json:"httpMethod"`
 	RequestContext struct {
 		DomainName string          `json:"domainName"`
 		ELB        json.RawMessage `json:"elb"`
@@ -85,6 +96,8 @@ func eventKindOf(raw []byte, mode string) (eventKind, error) {
 		return kindUnknown, fmt.Errorf("event is not a JSON object: %w", err)
 	}
 	switch {
+	case len(s.Batch) > 0:
+		return kindBatch, nil
 	case len(s.RequestContext.ELB) > 0 && s.HTTPMethod != "":
 		return kindALB, nil
 	case s.HTTPMethod != "":
@@ -112,6 +125,8 @@ type invoker struct {
 	v2     *httpadapter.HandlerAdapterV2
 	v1     *httpadapter.HandlerAdapter
 	alb    *httpadapter.HandlerAdapterALB
+	// batches runs distributed maps' batches; nil refuses them.
+	batches *engine.Engine
 }
 
 // newInvoker returns the handler of Lambda events for h. flush, when not
@@ -145,6 +160,8 @@ func (inv *invoker) invoke(ctx context.Context, raw json.RawMessage) (resp any, 
 		return nil, err
 	}
 	switch kind {
+	case kindBatch:
+		return inv.batch(ctx, raw)
 	case kindStream:
 		var ev events.LambdaFunctionURLRequest
 		if err := json.Unmarshal(raw, &ev); err != nil {
@@ -175,6 +192,37 @@ func (inv *invoker) invoke(ctx context.Context, raw json.RawMessage) (resp any, 
 		return orError(resp, err)
 	}
 }
+
+// batch runs a distributed map's batch and streams its lines as the
+// invocation's response (InvokeWithResponseStream). The engine cancels the
+// batch when a write fails: Lambda closed the stream because the parent
+// went away.
+func (inv *invoker) batch(ctx context.Context, raw []byte) (any, error) {
+	if inv.batches == nil {
+		return nil, errors.New("this runner does not run batches")
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		var err error
+		defer func() {
+			if p := recover(); p != nil {
+				inv.logger.ErrorContext(ctx, "panic running a batch", "panic", fmt.Sprint(p))
+				err = errors.New("internal error")
+			}
+			pw.CloseWithError(err)
+		}()
+		err = inv.batches.ServeBatch(ctx, raw, pw)
+		if err != nil {
+			inv.logger.WarnContext(ctx, "batch", "err", err)
+		}
+	}()
+	return batchStream{pr}, nil
+}
+
+// batchStream is a batch's response: NDJSON, streamed by the runtime.
+type batchStream struct{ *io.PipeReader }
+
+func (batchStream) ContentType() string { return "application/x-ndjson" }
 
 // orError drops the placeholder response the proxy pairs with an error, so
 // that Lambda reports the error rather than a made-up 504.

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
 )
@@ -128,6 +130,9 @@ func TestEventKind(t *testing.T) {
 		{"REST API, auto", rest, config.LambdaModeAuto, kindV1},
 		{"REST API is never streamed", rest, config.LambdaModeStream, kindV1},
 		{"HTTP API payload 1.0", v1Payload, config.LambdaModeAuto, kindV1},
+		{"a distributed map's batch", []byte(`{"` + engine.BatchEventField + `":{"v":1}}`), config.LambdaModeAuto, kindBatch},
+		// A body is a string inside an HTTP event: it cannot make one a batch.
+		{"a function URL event whose body looks like a batch", mustJSON(t, functionURLEvent("POST", "/v1/executions", "t", `{"`+engine.BatchEventField+`":{"v":1}}`)), config.LambdaModeAuto, kindStream},
 		{"ALB, auto", alb, config.LambdaModeAuto, kindALB},
 		{"ALB is never streamed", alb, config.LambdaModeStream, kindALB},
 	}
@@ -479,5 +484,44 @@ func TestLambdaModeConfig(t *testing.T) {
 		if !tt.ok && (err == nil || !strings.Contains(err.Error(), "RUNNER_LAMBDA_MODE")) {
 			t.Errorf("RUNNER_LAMBDA_MODE=%q: error %v, want one naming the variable", tt.value, err)
 		}
+	}
+}
+
+// TestInvokeServesBatches: a batch event is answered by the engine as a
+// stream of NDJSON lines ending with the batch's end; an invalid batch
+// ends the stream with an error, which Lambda reports as a function error.
+func TestInvokeServesBatches(t *testing.T) {
+	eng := engine.New(engine.Limits{})
+	inv := newInvoker(http.NotFoundHandler(), config.LambdaModeAuto, slog.New(slog.DiscardHandler), nil)
+	inv.batches = eng
+	ev := `{"runnerFanOutBatch":{"v":1,"executionId":"x1","node":"each","start":3,"items":[1,2],"concurrency":2,"deadlineMs":` +
+		strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10) + `,"request":{"version":1,"workflow":{"nodes":[{"id":"each","type":"map","with":{"items":[],"distribute":{"invocations":2},"nodes":[{"id":"v","type":"set","with":{"value":"${{ item * 10 + index }}"}}],"output":"${{ nodes.v.output }}"}}]}}}}`
+	resp, err := inv.invoke(context.Background(), json.RawMessage(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.(io.Reader)
+	if ct, ok := resp.(interface{ ContentType() string }); !ok || ct.ContentType() != "application/x-ndjson" {
+		t.Errorf("content type %v", resp)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(`"nodeId":"each[4].v"`)) || !bytes.HasSuffix(out, []byte(`"outputs":[13,24],"usage":{"inputTokens":0,"outputTokens":0,"modelCalls":0,"toolCalls":0,"httpRequests":0}}`+"\n")) {
+		t.Errorf("stream %s", out)
+	}
+
+	resp, err = inv.invoke(context.Background(), json.RawMessage(`{"runnerFanOutBatch":{"v":1,"request":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := io.ReadAll(resp.(io.Reader)); err == nil || len(out) > 0 {
+		t.Errorf("an invalid batch streamed %q, %v", out, err)
+	}
+
+	inv.batches = nil
+	if _, err := inv.invoke(context.Background(), json.RawMessage(ev)); err == nil {
+		t.Error("a runner without an engine ran a batch")
 	}
 }

@@ -146,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if cfg.Lambda {
 		serving = true
-		return serveLambda(ctx, served(h, tr), cfg, logger, tr)
+		return serveLambda(ctx, served(h, tr), h.Engine, cfg, logger, tr)
 	}
 	return serveLocal(ctx, served(h, tr), cfg, devToken, stdout, logger)
 }

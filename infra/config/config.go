@@ -195,6 +195,9 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.HTTPAllowPrefixes = append(c.HTTPAllowPrefixes, p)
 	}
+	if c.MaxFanOutInvocations > 0 && !c.Lambda && c.FanOutFunction == "" {
+		r.errs = append(r.errs, errors.New("RUNNER_MAX_FANOUT_INVOCATIONS: outside Lambda, distributed maps need RUNNER_FANOUT_FUNCTION (a function name or ARN, with AWS_ENDPOINT_URL_LAMBDA for a local endpoint)"))
+	}
 	r.tracing(&c)
 	return c, errors.Join(r.errs...)
 }

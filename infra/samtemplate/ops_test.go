@@ -82,3 +82,19 @@ func TestOpsCfnLint(t *testing.T) {
 		t.Fatalf("cfn-lint: %v\n%s", err, out)
 	}
 }
+
+// A plain `sam build` must stamp the commit's version: samconfig.toml builds
+// in the checkout, where the Makefile reads it from git (docs/deploy.md).
+func TestOpsSamBuildInSource(t *testing.T) {
+	b, err := os.ReadFile("../../samconfig.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, build, ok := strings.Cut(string(b), "[default.build.parameters]")
+	if ok {
+		build, _, _ = strings.Cut(build, "\n[")
+	}
+	if !ok || !strings.Contains(build, "\nbuild_in_source = true\n") {
+		t.Error("samconfig.toml's [default.build.parameters] lacks build_in_source = true: a plain sam build would copy the tree without .git and report version dev")
+	}
+}

@@ -454,6 +454,8 @@ func TestEnvironment(t *testing.T) {
 		"RUNNER_TIMEOUT_SECONDS": "300",
 		"RUNNER_LOG_LEVEL":       "info",
 		"RUNNER_MODELS":          "",
+		// Distributed maps are off unless the operator sets a ceiling.
+		"RUNNER_MAX_FANOUT_INVOCATIONS": "0",
 	}
 	if got := v.env(); !maps.Equal(got, want) {
 		t.Errorf("Environment.Variables = %v\nwant %v", got, want)
@@ -509,6 +511,7 @@ func TestPolicyScope(t *testing.T) {
 		{"existing secret", map[string]string{"ExistingTokenSecretArn": existingSecret}, existingSecret, false},
 		{"bedrock", map[string]string{"EnableBedrock": "true"}, generatedSecret, true},
 		{"bedrock off", map[string]string{"EnableBedrock": "false"}, generatedSecret, false},
+		{"fan-out", map[string]string{"MaxFanOutInvocations": "8"}, generatedSecret, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -548,6 +551,22 @@ func TestPolicyScope(t *testing.T) {
 			}
 			if got := v.env()["RUNNER_TOKEN_SECRET_ID"]; got != tt.wantSecret {
 				t.Errorf("RUNNER_TOKEN_SECRET_ID = %q, want the secret the policy grants, %q", got, tt.wantSecret)
+			}
+
+			// Distributed maps invoke the function itself, and nothing else.
+			lm := v.granting("lambda")
+			switch {
+			case tt.params["MaxFanOutInvocations"] == "" && len(lm) != 0:
+				t.Errorf("lambda granted with distributed maps off: %v", lm)
+			case tt.params["MaxFanOutInvocations"] != "":
+				if len(lm) != 1 || !slices.Equal(strs(lm[0]["Action"]), []string{"lambda:InvokeFunction"}) {
+					t.Fatalf("lambda statements %v, want one granting InvokeFunction", lm)
+				}
+				for _, r := range strs(lm[0]["Resource"]) {
+					if !strings.HasPrefix(r, "arn:aws:lambda:") || !strings.Contains(r, ":function:") || !strings.Contains(r, "-RunnerFunction-") {
+						t.Errorf("lambda Resource %q is not the stack's own function", r)
+					}
+				}
 			}
 
 			br := v.granting("bedrock")
@@ -677,6 +696,9 @@ func TestEveryParameterIsWired(t *testing.T) {
 			return fmt.Sprint(len(v.granting("bedrock")), " bedrock statements")
 		}, "1 bedrock statements"},
 		{"DeploymentModels", models, func(v *view) string { return v.env()["RUNNER_MODELS"] }, models},
+		{"MaxFanOutInvocations", "20", func(v *view) string {
+			return fmt.Sprint(v.env()["RUNNER_MAX_FANOUT_INVOCATIONS"], " ", len(v.granting("lambda")), " lambda statements")
+		}, "20 1 lambda statements"},
 		{"CostTag", "team-42", func(v *view) string { return v.fn.Tags["runner:cost-center"] }, "team-42"},
 		{"DeploymentType", "Canary10Percent5Minutes", func(v *view) string {
 			return fmt.Sprint(deref(v.fn.DeploymentPreference.Type))
