@@ -113,6 +113,7 @@ func readsHugeCompletion(w http.ResponseWriter, n int64) {
 // about listPage bytes), and the session's DELETE never (when hangDelete).
 type readsMCP struct {
 	*httptest.Server
+	bigSize    int
 	listPage   int
 	hangDelete bool
 	listed     atomic.Int64
@@ -121,12 +122,18 @@ type readsMCP struct {
 
 func newReadsMCP(t *testing.T, listPage int, hangDelete bool) *readsMCP {
 	t.Helper()
-	m := &readsMCP{listPage: listPage, hangDelete: hangDelete}
+	return newReadsMCPBig(t, listPage, hangDelete, 3<<20)
+}
+
+// newReadsMCPBig is newReadsMCP whose big tool returns bigSize bytes.
+func newReadsMCPBig(t *testing.T, listPage int, hangDelete bool, bigSize int) *readsMCP {
+	t.Helper()
+	m := &readsMCP{listPage: listPage, hangDelete: hangDelete, bigSize: bigSize}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "add"}, func(_ context.Context, _ *mcp.CallToolRequest, in svcAddIn) (*mcp.CallToolResult, svcAddOut, error) {
 		return nil, svcAddOut{Sum: in.A + in.B}, nil
 	})
-	big := strings.Repeat("b", 3<<20)
+	big := strings.Repeat("b", bigSize)
 	mcp.AddTool(srv, &mcp.Tool{Name: "big"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: big}}}, nil, nil
 	})
@@ -218,6 +225,7 @@ func TestHostileReads(t *testing.T) {
 		name     string
 		model    func(n int, w http.ResponseWriter) // nil: no model
 		listPage int                                // the MCP server's endless list pages
+		small    bool                               // under -race: a 1 MiB output cap, 900 KiB results
 		workflow string
 		code     protocol.Code
 		message  string
@@ -248,7 +256,7 @@ func TestHostileReads(t *testing.T) {
 			}
 			_, _ = io.WriteString(w, toolCallReply(calls...))
 		},
-		workflow: agentNode,
+		workflow: agentNode, small: raceDetector,
 		code:     protocol.CodeLimitExceeded, message: "the agent's conversation would hold",
 	}, {
 		name:     "a 200 MB tools/call JSON result",
@@ -271,7 +279,11 @@ func TestHostileReads(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mcpSrv := newReadsMCP(t, tt.listPage, false)
+			bigSize := 3 << 20
+			if tt.small {
+				bigSize = 900 << 10
+			}
+			mcpSrv := newReadsMCPBig(t, tt.listPage, false, bigSize)
 			rt := `{"toolsets":[` + mcpSrv.toolset() + `]`
 			if tt.model != nil {
 				m := readsModel(t, tt.model)
@@ -279,6 +291,9 @@ func TestHostileReads(t *testing.T) {
 			}
 			rt += `}`
 			e, _ := svcEngine(t, nil)
+			if tt.small {
+				e.Limits.MaxOutputBytes = 1 << 20
+			}
 			x := prepareReq(t, e, svcReq{workflow: tt.workflow, runtime: rt}.String())
 			s := &recSink{}
 			var took time.Duration
