@@ -257,7 +257,7 @@ func TestHostileReads(t *testing.T) {
 			_, _ = io.WriteString(w, toolCallReply(calls...))
 		},
 		workflow: agentNode, small: raceDetector,
-		code:     protocol.CodeLimitExceeded, message: "the agent's conversation would hold",
+		code: protocol.CodeLimitExceeded, message: "the agent's conversation would hold",
 	}, {
 		name:     "a 200 MB tools/call JSON result",
 		workflow: toolNode("huge"),
