@@ -115,6 +115,7 @@ type prep struct {
 	limits      Limits           // the engine's, defaults applied
 	input       *lang.InputShape // the input schema of the document being compiled
 	fanout      bool             // a map distributes (with.distribute)
+	tally       lang.Tally       // expressions compiled, against maxExpressions
 }
 
 // Prepare checks an execution request before acceptance. The error is a
@@ -134,6 +135,7 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 // execution as far as it could be built (nil when no workflow was found).
 func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInput bool) *Execution {
 	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
+	p.tally.Max = p.limits.MaxExpressions
 	for name := range req.Runtime.HTTP.Secrets {
 		p.secretNames[name] = true
 	}
@@ -225,7 +227,7 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 		for i, n := range g.nodes {
 			all[i] = n.id
 		}
-		sc := &lang.Scope{Visible: g.has, Ancestors: func() []string { return all }, Input: p.input}
+		sc := &lang.Scope{Visible: g.has, Ancestors: func() []string { return all }, Input: p.input, Tally: &p.tally}
 		g.output = lang.CompileTemplate(path+".output", v, sc, p.d)
 		g.hasOutput = true
 	}

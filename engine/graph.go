@@ -189,6 +189,7 @@ type nodePrep struct {
 func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *lang.Scope, item bool) {
 	n := g.nodes[i]
 	np.sc = lang.Scope{
+		Tally:     &p.tally,
 		Input:     p.input,
 		Visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.Visible(id) },
 		Ancestors: func() []string { return g.ancestorIDs(i, outer) },

@@ -13,6 +13,9 @@ const (
 	DefaultMaxDepth       = 128
 	DefaultMaxSchemaDepth = 32
 	DefaultMaxSchemaBytes = 256 << 10
+	// DefaultMaxExpressions bounds the expressions compiled for one
+	// request: two for every node of a workflow of DefaultMaxNodes.
+	DefaultMaxExpressions = 20_000
 	// DefaultMaxExprMemory bounds what one evaluation allocates (see
 	// DefaultMaxExprSteps for its steps).
 	DefaultMaxExprMemory = 16 << 20
@@ -55,6 +58,10 @@ type Limits struct {
 	// compiling one costs more than its size.
 	MaxSchemaDepth int
 	MaxSchemaBytes int
+	// MaxExpressions caps the expressions (each `${{ }}` and `when`)
+	// compiled for one request, documents of child workflows included:
+	// compiling one costs far more than its text (issue 18, class 10).
+	MaxExpressions int
 	MaxEventBytes  int   // traced input/output per event, truncated beyond
 	MaxOutputBytes int64 // one node's output
 	// MemoryMB is the memory of the process, which sizes the default
@@ -116,6 +123,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxDepth, DefaultMaxDepth)
 	def(&l.MaxSchemaDepth, DefaultMaxSchemaDepth)
 	def(&l.MaxSchemaBytes, DefaultMaxSchemaBytes)
+	def(&l.MaxExpressions, DefaultMaxExpressions)
 	def(&l.MaxEventBytes, DefaultMaxEventBytes)
 	def(&l.MemoryMB, DefaultMemoryMB)
 	if l.MemoryBudget <= 0 {

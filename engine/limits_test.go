@@ -253,15 +253,15 @@ func TestLimitsWithDefaults(t *testing.T) {
 		want Limits
 	}{
 		{"zero", Limits{}, Limits{MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
-			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 512, MemoryBudget: 128 << 20,
+			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExpressions: DefaultMaxExpressions, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 512, MemoryBudget: 128 << 20,
 			MaxCodeBytes: 64 << 10, MaxCodeMemory: 64 << 20, MaxCodeLogBytes: 64 << 10,
 			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
 		{"memory sizes the budget", Limits{MemoryMB: 1024}, Limits{MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
-			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 1024, MemoryBudget: 256 << 20,
+			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExpressions: DefaultMaxExpressions, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 1024, MemoryBudget: 256 << 20,
 			MaxCodeBytes: 64 << 10, MaxCodeMemory: 64 << 20, MaxCodeLogBytes: 64 << 10,
 			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
 		{"a small budget caps the output and expression memory", Limits{MemoryBudget: 65536, MaxNodes: 3}, Limits{MaxNodes: 3, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
-			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 65536, MaxEventBytes: 64 << 10, MaxOutputBytes: 65536, MemoryMB: 512, MemoryBudget: 65536,
+			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExpressions: DefaultMaxExpressions, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 65536, MaxEventBytes: 64 << 10, MaxOutputBytes: 65536, MemoryMB: 512, MemoryBudget: 65536,
 			MaxCodeBytes: 64 << 10, MaxCodeMemory: 64 << 20, MaxCodeLogBytes: 64 << 10,
 			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
 	}

@@ -56,6 +56,7 @@ func (mapKind) Prepare(c *Compiler) Step {
 			},
 			Item:  true,
 			Input: outer.Input,
+			Tally: outer.Tally,
 		}
 		s.output = c.templateIn("output", v, sc)
 		s.hasOutput = true

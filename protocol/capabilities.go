@@ -61,6 +61,7 @@ type Constraints struct {
 	MaxDepth        int   `json:"maxDepth"`       // nesting of a request body
 	MaxSchemaDepth  int   `json:"maxSchemaDepth"` // nesting of an input JSON Schema
 	MaxSchemaBytes  int   `json:"maxSchemaBytes"` // size of an input JSON Schema
+	MaxExpressions  int   `json:"maxExpressions"` // `${{ }}` pieces and `when`s of one request
 	MaxEventBytes   int   `json:"maxEventBytes"`
 	// MaxStreamBytes bounds a streamed response's event stream,
 	// MaxBufferedStreamBytes one a proxy buffers (counted JSON-escaped).

@@ -31,6 +31,7 @@ var testCapabilities = Capabilities{
 		MaxDepth:               128,
 		MaxSchemaDepth:         32,
 		MaxSchemaBytes:         65536,
+		MaxExpressions:         20000,
 		MaxEventBytes:          262144,
 		MaxStreamBytes:         20971520,
 		MaxBufferedStreamBytes: 6225920,
@@ -53,7 +54,7 @@ func TestCapabilitiesBytes(t *testing.T) {
 		`"workflows":true,"http":true,"checkpoints":false,"persistentValues":false,"consent":"suspend"},` +
 		`"streaming":{"contentType":"application/x-ndjson"},` +
 		`"constraints":{"maxDurationMs":890000,"memoryMb":1024,"maxRequestBytes":6291456,"maxNodes":200,` +
-		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxDepth":128,"maxSchemaDepth":32,"maxSchemaBytes":65536,"maxEventBytes":262144,` +
+		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxDepth":128,"maxSchemaDepth":32,"maxSchemaBytes":65536,"maxExpressions":20000,"maxEventBytes":262144,` +
 		`"maxStreamBytes":20971520,"maxBufferedStreamBytes":6225920,` +
 		`"maxOutputBytes":1048576,"memoryBudgetBytes":536870912,"maxExprSteps":10000000,"maxExprMemoryBytes":16777216,"maxFanOutInvocations":0,` +
 		`"maxCodeBytes":65536,"maxCodeMemoryBytes":67108864,"maxCodeLogBytes":65536}}`
@@ -83,7 +84,7 @@ func TestCapabilitiesKeys(t *testing.T) {
 		{"streaming", member(t, doc, "streaming"), []string{"contentType"}},
 		{"constraints", member(t, doc, "constraints"), []string{
 			"maxDurationMs", "memoryMb", "maxRequestBytes", "maxNodes", "maxConcurrency",
-			"maxMapItems", "maxChildDepth", "maxDepth", "maxSchemaDepth", "maxSchemaBytes", "maxEventBytes", "maxStreamBytes", "maxBufferedStreamBytes", "maxOutputBytes", "memoryBudgetBytes",
+			"maxMapItems", "maxChildDepth", "maxDepth", "maxSchemaDepth", "maxSchemaBytes", "maxExpressions", "maxEventBytes", "maxStreamBytes", "maxBufferedStreamBytes", "maxOutputBytes", "memoryBudgetBytes",
 			"maxExprSteps", "maxExprMemoryBytes", "maxFanOutInvocations", "maxCodeBytes", "maxCodeMemoryBytes", "maxCodeLogBytes",
 		}},
 	}
@@ -104,7 +105,7 @@ func TestCapabilitiesZeroValue(t *testing.T) {
 		`"workflows":false,"http":false,"checkpoints":false,"persistentValues":false,"consent":""},` +
 		`"streaming":{"contentType":""},` +
 		`"constraints":{"maxDurationMs":0,"memoryMb":0,"maxRequestBytes":0,"maxNodes":0,"maxConcurrency":0,` +
-		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxEventBytes":0,"maxStreamBytes":0,"maxBufferedStreamBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0,"maxExprSteps":0,"maxExprMemoryBytes":0,"maxFanOutInvocations":0,` +
+		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxExpressions":0,"maxEventBytes":0,"maxStreamBytes":0,"maxBufferedStreamBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0,"maxExprSteps":0,"maxExprMemoryBytes":0,"maxFanOutInvocations":0,` +
 		`"maxCodeBytes":0,"maxCodeMemoryBytes":0,"maxCodeLogBytes":0}}`
 	if got := marshal(t, Capabilities{}); got != want {
 		t.Errorf("zero capabilities bytes mismatch\n got: %s\nwant: %s", got, want)

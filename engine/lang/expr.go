@@ -34,6 +34,9 @@ type Scope struct {
 	Secrets map[string]bool
 	// Node is the id of the node the expressions belong to, for messages.
 	Node string
+	// Tally, when not nil, counts the request's expressions against
+	// maxExpressions.
+	Tally *Tally
 }
 
 // Expression is one compiled `${{ }}` or `when`.

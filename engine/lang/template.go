@@ -197,6 +197,9 @@ func compileString(path *valuePath, s string, sc *Scope, errs Problems, t *Templ
 // input references and notes it in t. It reports a failure in errs and
 // returns nil.
 func compilePiece(path *valuePath, src string, sc *Scope, errs Problems, t *Template) *Expression {
+	if !sc.Tally.take(path, errs) {
+		return nil
+	}
 	e, err := compileExpr(strings.TrimSpace(src), sc)
 	if err != nil {
 		reportExpr(errs, path.String(), err)
@@ -213,6 +216,33 @@ func checkInput(path *valuePath, e *Expression, sc *Scope, errs Problems) {
 	if sc.Input != nil && len(e.inputRefs) > 0 {
 		sc.Input.check(path.String(), e, errs)
 	}
+}
+
+// Tally counts the expressions compiled for one request against a cap:
+// compiling one costs far more than its text, so a body of many small
+// ones would cost time and memory out of proportion to its size. The zero
+// value counts without a cap; a nil *Tally counts nothing.
+type Tally struct {
+	Max  int // maxExpressions; 0 or less: no cap
+	n    int
+	over bool
+}
+
+// take counts one expression, reporting false (and, the first time, the
+// problem at path) once the cap is passed: nothing past it is compiled.
+func (t *Tally) take(path *valuePath, errs Problems) bool {
+	if t == nil {
+		return true
+	}
+	t.n++
+	if t.Max <= 0 || t.n <= t.Max {
+		return true
+	}
+	if !t.over {
+		t.over = true
+		errs.Invalid(path.String(), fmt.Sprintf("the request holds more than maxExpressions (%d) expressions (each ${{ }} and each when counts); none past this one is compiled", t.Max))
+	}
+	return false
 }
 
 // reportExpr reports an expression's compile error, which may be one that
@@ -255,6 +285,9 @@ func (t *Template) note(e *Expression) {
 // `${{ … }}` around it is accepted as the bare expression. It returns nil
 // when there are problems, reported to errs.
 func CompileWhen(path, src string, sc *Scope, errs Problems) *Expression {
+	if !sc.Tally.take(&valuePath{root: path}, errs) {
+		return nil
+	}
 	src = unwrapWhen(src)
 	e, err := compileExpr(src, sc)
 	if err != nil {

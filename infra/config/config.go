@@ -60,6 +60,7 @@ type Config struct {
 	MaxDepth       int   // RUNNER_MAX_DEPTH: nesting of a request body
 	MaxSchemaDepth int   // RUNNER_MAX_SCHEMA_DEPTH: nesting of an input JSON Schema
 	MaxSchemaBytes int   // RUNNER_MAX_SCHEMA_BYTES: size of an input JSON Schema
+	MaxExpressions int   // RUNNER_MAX_EXPRESSIONS: expressions compiled for one request
 	MaxEventBytes  int   // RUNNER_MAX_EVENT_BYTES
 	MaxOutputBytes int64 // RUNNER_MAX_OUTPUT_BYTES
 	MemoryBudget   int64 // RUNNER_MEMORY_BUDGET_BYTES (0: a quarter of MemoryMB)
@@ -151,6 +152,7 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxDepth:               r.int("RUNNER_MAX_DEPTH", 8, 10_000),
 		MaxSchemaDepth:         r.int("RUNNER_MAX_SCHEMA_DEPTH", 2, 1_000),
 		MaxSchemaBytes:         r.int("RUNNER_MAX_SCHEMA_BYTES", 64, 16<<20),
+		MaxExpressions:         r.int("RUNNER_MAX_EXPRESSIONS", 1, 1_000_000),
 		MaxEventBytes:          r.int("RUNNER_MAX_EVENT_BYTES", 256, 16<<20),
 		MemoryBudget:           r.int64("RUNNER_MEMORY_BUDGET_BYTES", 1024),
 		MaxOutputBytes:         r.int64("RUNNER_MAX_OUTPUT_BYTES", 256),
