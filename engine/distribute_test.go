@@ -405,3 +405,55 @@ func TestServeBatchRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardRefusesForeignLines: a child's stream can only carry events
+// of the map's own iterations, and no terminal event.
+func TestForwardRefusesForeignLines(t *testing.T) {
+	e, _ := wtEngine(func(l *Limits) { l.MaxFanOutInvocations = 2 })
+	x, err := e.PrepareBody([]byte(`{"version":1,"workflow":{"nodes":[{"id":"a","type":"set"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{x: x, id: "x", sink: &recSink{}}
+	for _, line := range []string{
+		`{"type":"node.started","nodeId":"other","nodeType":"set","attempt":1}`,
+		`{"type":"result","status":"completed"}`,
+		`{"type":"error","error":{}}`,
+		`{"type":"accepted"}`,
+		`not json`,
+	} {
+		if _, err := r.forwardLine("each[", []byte(line)); err == nil {
+			t.Errorf("%s: forwarded", line)
+		}
+	}
+	if n := len(r.sink.(*recSink).all()); n != 0 {
+		t.Errorf("%d events emitted", n)
+	}
+}
+
+// TestServeBatchEndsWhenItsStreamBreaks: a parent that closes the stream
+// ends the child's batch at its next write, long before its deadline.
+func TestServeBatchEndsWhenItsStreamBreaks(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	e, _ := wtEngine(nil)
+	ev := fmt.Sprintf(`{"runnerFanOutBatch":{"v":1,"executionId":"x","node":"each","start":0,"items":[1,2,3,4,5,6,7,8],"concurrency":1,"deadlineMs":%d,
+		"request":{"version":1,"workflow":{"nodes":[{"id":"each","type":"map","with":{"items":[],"distribute":{"invocations":1},"nodes":[
+		{"id":"slow","type":"probe","with":{"sleepMs":300}}]}}]}}}}`, time.Now().Add(time.Minute).UnixMilli())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	began := time.Now()
+	go func() { done <- e.ServeBatch(context.Background(), []byte(ev), pw) }()
+	buf := make([]byte, 512)
+	if _, err := pr.Read(buf); err != nil { // the first line is out
+		t.Fatal(err)
+	}
+	pr.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the batch ran on after its stream broke")
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("the batch ended %s after it began (8 items of 0.3 s one at a time)", took)
+	}
+}
