@@ -40,6 +40,13 @@ AWSTAG    := $(if $(filter env,$(AWSCONFIG)),awsenv)
 CODE ?= on
 $(if $(filter-out on off,$(CODE)),$(error CODE: want on or off, not $(CODE)))
 CODETAG   := $(if $(filter off,$(CODE)),nocode)
+# FANOUT: on links the Lambda client of distributed maps (about 1.8 MB;
+# built on first use, so it costs no INIT); off (the nofanout build tag)
+# leaves it out, and RUNNER_MAX_FANOUT_INVOCATIONS above 0 then stops the
+# process at start (docs/deploy.md).
+FANOUT ?= on
+$(if $(filter-out on off,$(FANOUT)),$(error FANOUT: want on or off, not $(FANOUT)))
+FANOUTTAG := $(if $(filter off,$(FANOUT)),nofanout)
 # The SDKs behind model, MCP and AWS calls (and the modules only they use),
 # and the OTLP exporter with its protobuf encoding, are compiled without
 # inlining: their code runs once per call or span batch, behind a network
@@ -56,7 +63,7 @@ GCFLAGS   := $(foreach p,$(NOINLINE),-gcflags=$(p)=-l)
 comma     := ,
 empty     :=
 space     := $(empty) $(empty)
-TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS))) $(if $(filter off,$(TRACING)),notracing) $(if $(filter grpc,$(TRACING)),otlpgrpc) $(AWSTAG) $(CODETAG)))
+TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(filter-out $(PROVIDERS),$(ALL_PROVIDERS))) $(if $(filter off,$(TRACING)),notracing) $(if $(filter grpc,$(TRACING)),otlpgrpc) $(AWSTAG) $(CODETAG) $(FANOUTTAG)))
 # The every-provider and Bedrock-only builds bench-lambda and size compare.
 FULL_TAGS    := $(subst $(space),$(comma),$(strip lambda.norpc $(AWSTAG)))
 BEDROCK_TAGS := $(subst $(space),$(comma),$(strip lambda.norpc noopenai noanthropic $(AWSTAG)))
@@ -72,6 +79,7 @@ test: test-deps $(BIN)/bootstrap-local
 	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -tags noopenai,noanthropic -run 'Registry|ProviderList|ProvidersCompiledIn' ./engine/models/ ./functions/runner/
 	$(GO) test -race -count=1 -tags nocode -run 'CapabilitiesFromServices|BareDeployment' ./functions/runner/
+	$(GO) test -race -count=1 -tags nofanout -run 'FanOutOff|BareDeployment' ./functions/runner/
 	$(GO) test -race -count=1 -tags notracing ./infra/telemetry/
 	$(GO) test -race -count=1 -tags otlpgrpc ./infra/telemetry/
 	$(GO) test -race -count=1 -tags awsenv ./infra/awsconfig/
@@ -145,15 +153,16 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
 
 ## size: the bootstrap budgets (linux/arm64 stripped, tracing on): issue
 ## 14's 47 MB with every provider and 20 MB Bedrock-only, each plus 6 MB
-## for the code node's JavaScript engine (issue 22); a Bedrock-only build
-## without it (CODE=off) still holds 20 MB
-SIZE_BUDGET_FULL           := 53000000
-SIZE_BUDGET_BEDROCK        := 26000000
+## for the code node's JavaScript engine (issue 22) and 1 MB for the
+## distributed maps' Lambda client (issue 20); a Bedrock-only build
+## without either (CODE=off FANOUT=off) still holds 20 MB
+SIZE_BUDGET_FULL           := 54000000
+SIZE_BUDGET_BEDROCK        := 27000000
 SIZE_BUDGET_BEDROCK_NOCODE := 20000000
 size:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(FULL_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-full ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock ./functions/runner
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS),nocode $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock-nocode ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS),nocode,nofanout $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock-nocode ./functions/runner
 	@ok=0; for fb in full:$(SIZE_BUDGET_FULL) bedrock:$(SIZE_BUDGET_BEDROCK) bedrock-nocode:$(SIZE_BUDGET_BEDROCK_NOCODE); do \
 		f=$${fb%%:*}; b=$${fb#*:}; n=$$(wc -c < $(BIN)/size-$$f); \
 		if [ $$n -le $$b ]; then v=ok; else v=OVER; ok=1; fi; \

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/egress"
-	"github.com/runnerd/lambda-runner/engine/fanout"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/functions"
@@ -181,7 +180,9 @@ func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTrippe
 	endpoints := egress.NewEndpoints(httpOpts, wrap)
 	var fo engine.FanOut
 	if cfg.MaxFanOutInvocations > 0 {
-		fo = fanOut(cfg, endpoints.Client())
+		if fo, err = fanOut(cfg, endpoints.Client()); err != nil {
+			return engine.Services{}, err
+		}
 	}
 	return engine.Services{
 		FanOut:     fo,
@@ -193,19 +194,6 @@ func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTrippe
 			HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check,
 		},
 	}, nil
-}
-
-// fanOut is the client of distributed maps' child invocations: the
-// function RUNNER_FANOUT_FUNCTION names, else the function itself at its
-// own version, so that a deploy mid-execution cannot mix code. Its AWS
-// configuration (AWS_ENDPOINT_URL_LAMBDA included) and lambda client are
-// built on the first fan-out, not at start.
-func fanOut(cfg config.Config, hc *http.Client) *fanout.Client {
-	o := fanout.Options{Function: cfg.FanOutFunction, LoadAWSConfig: awsconfig.Load, HTTPClient: hc}
-	if o.Function == "" {
-		o.Function, o.Qualifier = cfg.FunctionName, cfg.FunctionVersion
-	}
-	return fanout.New(o)
 }
 
 // newTracing starts the trace pipeline when cfg turns tracing on, and
