@@ -52,9 +52,9 @@ type Options struct {
 type Client struct {
 	opts Options
 
-	once   sync.Once
-	client *lambda.Client
-	err    error
+	once sync.Once
+	cfg  aws.Config
+	err  error
 }
 
 // New returns a Client for o.
@@ -72,6 +72,13 @@ func New(o Options) *Client {
 // when its context ended.
 var ErrThrottled = errors.New("invocation throttled (429)")
 
+// lambda returns a lambda client of its own for one invocation. The AWS
+// configuration is loaded once and kept, but the client is not shared:
+// the SDK's client keeps one event-stream codec, whose payload buffer
+// every InvokeWithResponseStream of that client decodes into, so two
+// streams read at once through one client overwrite each other's frames
+// (the race detector reports it in smithy-go's Codec.DeserializeEventMessage).
+// A client is cheap to build beside an invocation.
 func (c *Client) lambda(ctx context.Context) (*lambda.Client, error) {
 	c.once.Do(func() {
 		if c.opts.Function == "" {
@@ -88,16 +95,19 @@ func (c *Client) lambda(ctx context.Context) (*lambda.Client, error) {
 			c.err = fmt.Errorf("fan-out: AWS configuration: %w", err)
 			return
 		}
-		c.client = lambda.NewFromConfig(cfg, func(o *lambda.Options) {
-			if c.opts.HTTPClient != nil {
-				o.HTTPClient = c.opts.HTTPClient
-			}
-			// Throttles are retried here, until the deadline; any other
-			// failure may have started the function, and is not.
-			o.RetryMaxAttempts = 1
-		})
+		c.cfg = cfg
 	})
-	return c.client, c.err
+	if c.err != nil {
+		return nil, c.err
+	}
+	return lambda.NewFromConfig(c.cfg, func(o *lambda.Options) {
+		if c.opts.HTTPClient != nil {
+			o.HTTPClient = c.opts.HTTPClient
+		}
+		// Throttles are retried here, until the deadline; any other
+		// failure may have started the function, and is not.
+		o.RetryMaxAttempts = 1
+	}), nil
 }
 
 // Invoke starts one invocation with payload as its event and returns the
