@@ -76,7 +76,7 @@ func prepareDistribute(c *Compiler) *distribution {
 			}
 			return 0, false
 		}
-		n, isInt := asInt(v)
+		n, isInt := lang.AsInt(v)
 		if !isInt || n < 1 || n > hi {
 			c.Errorf("distribute."+field, "must be a whole number from 1 to %d", hi)
 			return 0, false
@@ -374,16 +374,9 @@ func (r *run) forwardLine(prefix string, line []byte) (*batchEnd, error) {
 			return nil, fmt.Errorf("the child's end line: %w", err)
 		}
 		return &end, nil
-	case protocol.TypeNodeStarted:
-		ev = &protocol.NodeStarted{}
-	case protocol.TypeNodeCompleted:
-		ev = &protocol.NodeCompleted{}
-	case protocol.TypeNodeFailed:
-		ev = &protocol.NodeFailed{}
-	case protocol.TypeNodeSuspended:
-		ev = &protocol.NodeSuspended{}
-	case protocol.TypePermissionDecision:
-		ev = &protocol.PermissionDecision{}
+	case protocol.TypeNodeStarted, protocol.TypeNodeCompleted, protocol.TypeNodeFailed,
+		protocol.TypeNodeSuspended, protocol.TypePermissionDecision:
+		ev = protocol.NewEvent(head.Type)
 	default:
 		return nil, fmt.Errorf("the child's stream has an event of type %q", head.Type)
 	}

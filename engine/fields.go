@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -69,7 +70,7 @@ func (f *Fields) Int(name string, lo, hi int) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	n, isInt := asInt(v)
+	n, isInt := lang.AsInt(v)
 	if !isInt || n < lo || n > hi {
 		want := fmt.Sprintf("a whole number from %d to %d", lo, hi)
 		if hi == math.MaxInt {

@@ -158,23 +158,6 @@ func asArray(v any) ([]any, bool) {
 	return out, true
 }
 
-// asInt accepts a whole number as JSON decodes it (float64) or as expr-lang
-// computes it (int).
-func asInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case float64:
-		if n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
-			return 0, false
-		}
-		return int(n), true
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	}
-	return 0, false
-}
-
 func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (any, error) {
 	sc := &scope{parent: call.sc, input: call.sc.input, exec: call.sc.exec, item: item, index: i, hasItem: true}
 	gr, err := call.runGraph(ctx, s.sub, sc, call.ID+"["+strconv.Itoa(i)+"].", call.depth())

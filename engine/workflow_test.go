@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 	"go.uber.org/goleak"
 )
@@ -213,7 +214,7 @@ func (p *wtProbe) run(ctx context.Context, call *Call) (any, error) {
 		p.mu.Unlock()
 		return ctx.Err()
 	}
-	if n, ok := asInt(w["failFirst"]); ok && call.Attempt <= n {
+	if n, ok := lang.AsInt(w["failFirst"]); ok && call.Attempt <= n {
 		c, _ := w["code"].(string)
 		code := protocol.Code(c)
 		if code == "" {
@@ -225,7 +226,7 @@ func (p *wtProbe) run(ctx context.Context, call *Call) (any, error) {
 		<-ctx.Done()
 		return nil, sawDone()
 	}
-	if ms, ok := asInt(w["sleepMs"]); ok && ms > 0 {
+	if ms, ok := lang.AsInt(w["sleepMs"]); ok && ms > 0 {
 		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
 		defer t.Stop()
 		select {

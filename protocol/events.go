@@ -163,3 +163,28 @@ func (*Error) eventType() string              { return TypeError }
 
 func (*Result) terminal() {}
 func (*Error) terminal()  {}
+
+// NewEvent returns a new zero event of the type named typ, for a reader
+// to decode a line into once it has read the line's type, or nil when typ
+// names no event type.
+func NewEvent(typ string) Event {
+	switch typ {
+	case TypeAccepted:
+		return &Accepted{}
+	case TypeNodeStarted:
+		return &NodeStarted{}
+	case TypeNodeCompleted:
+		return &NodeCompleted{}
+	case TypeNodeFailed:
+		return &NodeFailed{}
+	case TypeNodeSuspended:
+		return &NodeSuspended{}
+	case TypePermissionDecision:
+		return &PermissionDecision{}
+	case TypeResult:
+		return &Result{}
+	case TypeError:
+		return &Error{}
+	}
+	return nil
+}

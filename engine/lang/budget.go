@@ -237,7 +237,7 @@ func builtinCost(name string, args []any) (steps, bytes int64) {
 	}
 	num := func(i int) int64 {
 		if i < len(args) {
-			if n, ok := asInt(args[i]); ok {
+			if n, ok := AsInt(args[i]); ok {
 				return int64(n)
 			}
 		}
@@ -555,9 +555,9 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	return &compiled{src: src, prog: prog, refs: c, typ: typ, budgeted: p.patched, secretWhy: secretWhy}, nil
 }
 
-// asInt accepts a whole number as JSON decodes it (float64) or as expr-lang
+// AsInt accepts a whole number as JSON decodes it (float64) or as expr-lang
 // computes it (int).
-func asInt(v any) (int, bool) {
+func AsInt(v any) (int, bool) {
 	switch n := v.(type) {
 	case float64:
 		if n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {

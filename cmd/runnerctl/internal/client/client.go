@@ -167,25 +167,8 @@ func Decode(line []byte) (protocol.Event, error) {
 	if err := json.Unmarshal(line, &h); err != nil {
 		return nil, fmt.Errorf("event is not a JSON object: %w", err)
 	}
-	var ev protocol.Event
-	switch h.Type {
-	case protocol.TypeAccepted:
-		ev = &protocol.Accepted{}
-	case protocol.TypeNodeStarted:
-		ev = &protocol.NodeStarted{}
-	case protocol.TypeNodeCompleted:
-		ev = &protocol.NodeCompleted{}
-	case protocol.TypeNodeFailed:
-		ev = &protocol.NodeFailed{}
-	case protocol.TypeNodeSuspended:
-		ev = &protocol.NodeSuspended{}
-	case protocol.TypePermissionDecision:
-		ev = &protocol.PermissionDecision{}
-	case protocol.TypeResult:
-		ev = &protocol.Result{}
-	case protocol.TypeError:
-		ev = &protocol.Error{}
-	default:
+	ev := protocol.NewEvent(h.Type)
+	if ev == nil {
 		return nil, fmt.Errorf("unknown event type %q", h.Type)
 	}
 	if err := json.Unmarshal(line, ev); err != nil {
