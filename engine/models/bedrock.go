@@ -140,6 +140,11 @@ func (p *bedrockProvider) Complete(ctx context.Context, req Request) (*Response,
 	}
 	msg, ok := res.Output.(*types.ConverseOutputMemberMessage)
 	if !ok {
+		// A reply whose body the deadline or a cancellation cut off can
+		// decode without an error as an empty one: the context ended it.
+		if e := contextError(ctx, ProviderBedrock, nil); e != nil {
+			return nil, e
+		}
 		return nil, p.scrub.newError(ProviderBedrock, 0, "malformed response: no message")
 	}
 	out := &Response{FinishReason: string(res.StopReason), Model: p.model.Model}
