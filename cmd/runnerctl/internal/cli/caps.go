@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -79,6 +80,15 @@ func writeCaps(w io.Writer, c protocol.Capabilities) error {
 	fmt.Fprintf(tw, "  stream size\t%s (buffered %s)\n", bytesIEC(k.MaxStreamBytes), bytesIEC(k.MaxBufferedStreamBytes))
 	fmt.Fprintf(tw, "  expr steps\t%d\n", k.MaxExprSteps)
 	fmt.Fprintf(tw, "  expr memory\t%s\n", bytesIEC(k.MaxExprMemory))
+	fmt.Fprintf(tw, "  expressions\t%d\n", k.MaxExpressions)
+	if k.MaxFanOutInvocations > 0 {
+		fmt.Fprintf(tw, "  fan-out\t%d\n", k.MaxFanOutInvocations)
+	} else {
+		fmt.Fprintf(tw, "  fan-out\toff\n")
+	}
+	if slices.Contains(c.NodeTypes, "code") {
+		fmt.Fprintf(tw, "  code\t%s, memory %s, logs %s\n", bytesIEC(int64(k.MaxCodeBytes)), bytesIEC(k.MaxCodeMemory), bytesIEC(k.MaxCodeLogBytes))
+	}
 	return tw.Flush()
 }
 

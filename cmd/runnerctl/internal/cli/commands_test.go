@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 func TestCaps(t *testing.T) {
 	srv := newRunner(t)
 	res := runPipe(t, env(srv.URL, testToken), "", "caps")
-	for _, want := range []string{"runner              cli-test 0\n", "node types          agent, fail,", "execution time    14m59.5s\n", "request size      6 MiB\n", "memory            512 MiB\n", "consent             suspend\n"} {
+	for _, want := range []string{"runner              cli-test 0\n", "node types          agent, fail,", "execution time    14m59.5s\n", "request size      6 MiB\n", "memory            512 MiB\n", "consent             suspend\n", "  expressions       0\n", "  fan-out           off\n"} {
 		if !strings.Contains(res.out, want) {
 			t.Errorf("caps lacks %q:\n%s", want, res.out)
 		}
