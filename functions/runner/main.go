@@ -148,7 +148,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		serving = true
 		return serveLambda(ctx, served(h, tr), h.Engine, cfg, logger, tr)
 	}
-	return serveLocal(ctx, served(h, tr), cfg, devToken, stdout, logger)
+	err = serveLocal(ctx, served(h, tr), cfg, devToken, stdout, logger)
+	// The goodbyes to MCP servers of executions that have finished run
+	// after their streams end, each bounded by the close reserve: let them
+	// finish before the process exits.
+	h.Engine.WaitClosed()
+	return err
 }
 
 // shutdownTracing flushes and stops tr once, when ctx ends (SIGTERM: under
