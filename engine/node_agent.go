@@ -202,6 +202,9 @@ type toolCatalog struct {
 func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*toolCatalog, error) {
 	cat := &toolCatalog{byName: map[string]agentTool{}}
 	seen := map[string]bool{}
+	// What a toolset says of its tools goes to the model provider, so it
+	// is scrubbed at the door like a tool's results.
+	sc := c.scrub()
 	for _, ts := range names {
 		if seen[ts] {
 			continue
@@ -221,7 +224,7 @@ func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*tool
 			}
 			name := exposedName(ts, t.Name, cat.byName)
 			cat.byName[name] = agentTool{toolset: ts, tool: t.Name}
-			cat.tools = append(cat.tools, models.Tool{Name: name, Description: t.Description, InputSchema: t.InputSchema})
+			cat.tools = append(cat.tools, models.Tool{Name: name, Description: sc.String(t.Description), InputSchema: scrubToolSchema(sc, t.InputSchema)})
 		}
 	}
 	if len(filters) > 0 && len(cat.tools) == 0 {
@@ -354,4 +357,15 @@ func stringList(w map[string]any, field string) ([]string, error) {
 		out[i] = s
 	}
 	return out, nil
+}
+
+// scrubToolSchema returns a tool's input schema with every secret
+// replaced; a schema the replacement left no JSON object is offered as
+// the schema of any object, since providers require an object there.
+func scrubToolSchema(sc *scrubber, schema json.RawMessage) json.RawMessage {
+	out := sc.raw(schema)
+	if len(schema) > 0 && (len(out) == 0 || out[0] != '{') {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return out
 }
