@@ -66,13 +66,17 @@ func nestedBrackets(depth int) string {
 // costInput is an input with a long string and a long array.
 func costInput(strBytes, items int) string {
 	a := make([]int, items)
-	b, _ := json.Marshal(map[string]any{"s": strings.Repeat("ab", strBytes/2), "a": a, "n": nestedBrackets(10_000)})
+	// t has s's bytes in a string of its own, so that comparing them
+	// reads both whole.
+	b, _ := json.Marshal(map[string]any{"s": strings.Repeat("ab", strBytes/2), "t": strings.Repeat("ab", strBytes/2),
+		"a": a, "n": nestedBrackets(10_000), "o": map[string]any{"k": 1}})
 	return string(b)
 }
 
 func TestHostileExpressionCost(t *testing.T) {
 	input := costInput(400_000, 400_000)
 	unbounded := func(l *Limits) { l.MaxExprSteps = -1 }
+	budget1M := func(l *Limits) { l.MaxExprSteps = 1_000_000 }
 	tests := []struct {
 		name   string
 		value  string // the set node's with.value
@@ -102,6 +106,23 @@ func TestHostileExpressionCost(t *testing.T) {
 		{name: "contains over a long string per item", value: `${{ filter(input.a, {input.s contains 'c'}) }}`, limits: unbounded, code: protocol.CodeTimeout, within: time.Second + costSlack(500*time.Millisecond)},
 		{name: "indexOf over a long string per item", value: `${{ filter(input.a, {indexOf(input.s, 'c') > 0}) }}`, limits: unbounded, code: protocol.CodeTimeout, within: time.Second + costSlack(500*time.Millisecond)},
 		{name: "uniq of a large array per item", value: `${{ filter(input.a, {len(uniq(input.a)) > 1}) }}`, limits: unbounded, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		// Class 9, strings: comparing two long strings of one length, or
+		// hashing one, reads its bytes; a step budget must see them
+		// (without the charge, each case ran into the node's timeout
+		// having spent a fraction of its steps).
+		{name: "long strings compared per item", value: `${{ filter(input.a, {input.s == input.t}) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "long strings differing compared per item", value: `${{ filter(input.a, {input.s != input.t}) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "long strings ordered per item", value: `${{ filter(input.a, {input.s < input.t}) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "long strings ordered with let", value: `${{ let x = input.s; let y = input.t; filter(input.a, {x >= y}) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "long needle in a literal array per item", value: `${{ filter(input.a, {input.s in [input.t, input.t]}) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "long needle in constants per item", value: `${{ filter(input.a, {input.s in ["a", "b"]}) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "long computed key per item", value: `${{ filter(input.a, {input.o[input.s] != nil}) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "long strings in an array searched", value: `${{ input.s in map(input.a[:20000], {input.t}) }}`, limits: unbounded, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "sort of long equal strings", value: `${{ sort(map(input.a[:20000], {#index % 2 == 0 ? input.s : input.t}))[0] == "" }}`, limits: unbounded, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "max of long equal strings", value: `${{ max(map(input.a[:20000], {#index % 2 == 0 ? input.s : input.t})) == "" }}`, limits: unbounded, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "uniq of long equal strings", value: `${{ len(uniq(map(input.a[:20000], {#index % 2 == 0 ? input.s : input.t}))) }}`, limits: unbounded, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "sortBy long keys", value: `${{ len(sortBy(map(input.a[:20000], {#index}), {# % 2 == 0 ? input.s : input.t})) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
+		{name: "groupBy long keys", value: `${{ len(groupBy(map(input.a, {#index}), {# % 2 == 0 ? input.s : input.t})) }}`, limits: budget1M, code: protocol.CodeLimitExceeded, within: 1100 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -144,6 +144,27 @@ func (b *exprBudget) functions() map[string]any {
 			}
 			return out
 		},
+		"$cmp": func(l, r any, op string) bool {
+			out, err := b.order(l, r, op)
+			if err != nil {
+				panic(err)
+			}
+			return out
+		},
+		"$weigh": func(v any) any {
+			if err := b.charge(1+stringWork(v), 0); err != nil {
+				panic(err)
+			}
+			return v
+		},
+		"$stepKey": func(v any) any {
+			// The key is hashed (groupBy) or compared log2(n) times
+			// (sortBy): sortKeyCompares covers any array that fits.
+			if err := b.charge(1+sortKeyCompares*stringWork(v), 16); err != nil {
+				panic(err)
+			}
+			return v
+		},
 		"$matches": func(s, p any) bool {
 			out, err := b.matches(s, p)
 			if err != nil {
@@ -264,7 +285,7 @@ func builtinCost(name string, args []any) (steps, bytes int64) {
 		return 1 + l*n/64, l * n
 	case "join":
 		var total int64
-		if a, ok := args[0].([]any); ok {
+		if a, ok := first(args).([]any); ok {
 			for _, e := range a {
 				if s, ok := e.(string); ok {
 					total += int64(len(s))
@@ -303,7 +324,18 @@ func builtinCost(name string, args []any) (steps, bytes int64) {
 		return 1 + n/16, 2 * n
 	case "sort":
 		n := length(0)
-		return 1 + n*int64(bitsLen(n))/2, 32 * n
+		var longest int64
+		if a, ok := first(args).([]any); ok {
+			_, longest = stringBytes(a)
+		}
+		return 1 + n*int64(bitsLen(n))/2*(1+longest/cmpBytesPerStep), 32 * n
+	case "uniq":
+		// Each element is hashed.
+		var strs int64
+		if a, ok := first(args).([]any); ok {
+			strs, _ = stringBytes(a)
+		}
+		return 1 + length(0) + strs/cmpBytesPerStep, 32 * length(0)
 	}
 	// Collections: concat, flatten, reverse, sort, uniq, keys, values,
 	// toPairs, fromPairs, take.
@@ -334,6 +366,9 @@ var budgetEnv = []expr.Option{
 		"$call":      (func(...any) any)(nil),
 		"$walk":      (func(any, int) any)(nil),
 		"$eq":        (func(any, any) bool)(nil),
+		"$cmp":       (func(any, any, string) bool)(nil),
+		"$weigh":     (func(any) any)(nil),
+		"$stepKey":   (func(any) any)(nil),
 		"$matches":   (func(any, any) bool)(nil),
 	}),
 	expr.AllowUndefinedVariables(),
@@ -342,13 +377,23 @@ var budgetEnv = []expr.Option{
 // budgetPatcher rewrites a checked tree as described at the top of the
 // file. ast.Walk visits children first, so a node's operands are already
 // patched when it is.
-type budgetPatcher struct{ patched bool }
+type budgetPatcher struct {
+	patched bool
+	// loops is set when the tree has a predicate: only then can one
+	// comparison, key or lookup run many times, and is its work charged
+	// by the bytes it reads.
+	loops bool
+}
 
 func budgetCall(fn string, args ...ast.Node) ast.Node {
 	return &ast.CallNode{Callee: &ast.IdentifierNode{Value: fn}, Arguments: args}
 }
 
 var keepsPerElement = map[string]bool{"map": true, "filter": true, "groupBy": true, "sortBy": true}
+
+// keyedPerElement are the builtins whose predicate gives a key that is
+// hashed or compared.
+var keyedPerElement = map[string]bool{"groupBy": true, "sortBy": true}
 
 // walkCall wraps n in a $walk charging its length in the given mode.
 func walkCall(n ast.Node, mode int) ast.Node {
@@ -369,10 +414,15 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 				p.patched = true
 			}
 		case "in":
-			// A literal array or range is sized in the text (and turned
-			// into a set or a comparison by the optimizer).
-			if _, lit := n.Right.(*ast.ArrayNode); !lit && !isRange(n.Right) {
+			// A literal array of constants or a range is sized in the text
+			// (and turned into a set or a comparison by the optimizer); the
+			// needle is still hashed or compared once per evaluation.
+			if !constantArray(n.Right) && !isRange(n.Right) {
 				n.Right = walkCall(n.Right, walkLinear)
+				p.patched = true
+			}
+			if p.loops && !cheapOperand(n.Left) {
+				n.Left = weighCall(n.Left)
 				p.patched = true
 			}
 		case "contains", "startsWith", "endsWith":
@@ -384,9 +434,10 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			ast.Patch(node, call)
 			p.patched = true
 		case "==", "!=":
-			// Scalars compare in constant time (strings by memcmp); two
-			// collections are walked by reflect.DeepEqual.
-			if isScalar(n.Left) || isScalar(n.Right) {
+			// Two collections are walked by reflect.DeepEqual. Scalars
+			// compare in constant time, but for two strings of one length,
+			// which memcmp reads: charged where it can repeat.
+			if (isScalar(n.Left) || isScalar(n.Right)) && (!p.loops || cheapCompare(n.Left, n.Right)) {
 				return
 			}
 			var eq ast.Node = budgetCall("$eq", n.Left, n.Right)
@@ -395,6 +446,21 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			}
 			eq.SetLocation(n.Location())
 			ast.Patch(node, eq)
+			p.patched = true
+		case "<", ">", "<=", ">=":
+			// Strings are ordered by reading their common prefix.
+			if !p.loops || cheapCompare(n.Left, n.Right) {
+				return
+			}
+			call := budgetCall("$cmp", n.Left, n.Right, &ast.StringNode{Value: n.Operator})
+			call.SetLocation(n.Location())
+			ast.Patch(node, call)
+			p.patched = true
+		}
+	case *ast.MemberNode:
+		// A computed key is hashed to look it up.
+		if p.loops && !cheapOperand(n.Property) {
+			n.Property = weighCall(n.Property)
 			p.patched = true
 		}
 	case *ast.BuiltinNode:
@@ -407,7 +473,10 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			}
 		}
 		fn := "$step"
-		if keepsPerElement[n.Name] {
+		switch {
+		case keyedPerElement[n.Name]:
+			fn = "$stepKey"
+		case keepsPerElement[n.Name]:
 			fn = "$stepAlloc"
 		}
 		for _, a := range n.Arguments {
@@ -424,6 +493,64 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			p.patched = true
 		}
 	}
+}
+
+// weighCall wraps n in a $weigh charging the bytes of the string it
+// evaluates to.
+func weighCall(n ast.Node) ast.Node {
+	call := budgetCall("$weigh", n)
+	call.SetLocation(n.Location())
+	return call
+}
+
+// cheapOperand reports whether reading n for a hash or a comparison takes
+// constant time: a literal (a string literal of at most cmpBytesPerStep
+// bytes) or a value typed as a number or a bool.
+func cheapOperand(n ast.Node) bool {
+	switch v := n.(type) {
+	case *ast.NilNode, *ast.BoolNode, *ast.IntegerNode, *ast.FloatNode:
+		return true
+	case *ast.StringNode:
+		return len(v.Value) <= cmpBytesPerStep
+	}
+	t := n.Type()
+	return t != nil && (isNumberType(t) || t.Kind() == reflect.Bool)
+}
+
+// cheapCompare reports whether comparing l and r takes constant time: a
+// comparison reads at most the shorter operand, so one cheap side is
+// enough.
+func cheapCompare(l, r ast.Node) bool { return cheapOperand(l) || cheapOperand(r) }
+
+// constantArray reports whether n is a literal array of literals.
+func constantArray(n ast.Node) bool {
+	a, ok := n.(*ast.ArrayNode)
+	if !ok {
+		return false
+	}
+	for _, e := range a.Nodes {
+		switch e.(type) {
+		case *ast.NilNode, *ast.BoolNode, *ast.IntegerNode, *ast.FloatNode, *ast.StringNode:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// loopFinder reports whether a tree has a predicate.
+type loopFinder struct{ found bool }
+
+func (f *loopFinder) Visit(node *ast.Node) {
+	if _, ok := (*node).(*ast.PredicateNode); ok {
+		f.found = true
+	}
+}
+
+func hasLoops(n *ast.Node) bool {
+	f := &loopFinder{}
+	ast.Walk(n, f)
+	return f.found
 }
 
 func hasPredicate(n *ast.BuiltinNode) bool {
@@ -529,7 +656,7 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 			return &compiled{src: src, fast: f, refs: c, typ: typ, secretWhy: secretWhy}, nil
 		}
 	}
-	p := &budgetPatcher{}
+	p := &budgetPatcher{loops: hasLoops(&tree.Node)}
 	ast.Walk(&tree.Node, p)
 	if f != nil && !p.patched {
 		// An operator the patch leaves alone (one side is a number): the
@@ -588,4 +715,12 @@ func (v *patternChecker) Visit(node *ast.Node) {
 			v.err = checkPattern(s.Value)
 		}
 	}
+}
+
+// first is args[0], or nil.
+func first(args []any) any {
+	if len(args) == 0 {
+		return nil
+	}
+	return args[0]
 }
