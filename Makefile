@@ -33,13 +33,15 @@ $(if $(filter-out on off grpc,$(TRACING)),$(error TRACING: want on, grpc or off,
 AWSCONFIG ?= env
 $(if $(filter-out env full,$(AWSCONFIG)),$(error AWSCONFIG: want env or full, not $(AWSCONFIG)))
 AWSTAG    := $(if $(filter env,$(AWSCONFIG)),awsenv)
-# CODE: on links the code node's JavaScript engine (goja, run only in the
-# sandbox worker mode of this same binary: about 6 MB of the bootstrap);
-# off (the nocode build tag) leaves it out, and the runner then offers no
+# CODE: on builds the code node's sandbox worker, codeworker
+# (functions/codeworker: the JavaScript engine goja, which the bootstrap
+# never links), to ship beside bootstrap, where the runner finds it; off
+# (the nocode build tag) builds no worker, and the runner then offers no
 # code node (docs/deploy.md).
 CODE ?= on
 $(if $(filter-out on off,$(CODE)),$(error CODE: want on or off, not $(CODE)))
 CODETAG   := $(if $(filter off,$(CODE)),nocode)
+WORKER_LDFLAGS := -s -w
 # FANOUT: on links the Lambda client of distributed maps (about 1.8 MB;
 # built on first use, so it costs no INIT); off (the nofanout build tag)
 # leaves it out, and RUNNER_MAX_FANOUT_INVOCATIONS above 0 then stops the
@@ -70,13 +72,14 @@ BEDROCK_TAGS := $(subst $(space),$(comma),$(strip lambda.norpc noopenai noanthro
 
 .PHONY: run test test-deps test-short build bench bench-lambda size lint tools clean build-RunnerFunction version sam-build
 
-## run: the runner as a local HTTP server with a generated dev token
-run:
-	$(GO) run ./functions/runner -dev
+## run: the runner as a local HTTP server with a generated dev token (its
+## code nodes' worker built first, and named by RUNNER_CODE_WORKER)
+run: $(BIN)/codeworker-local
+	RUNNER_CODE_WORKER=$(abspath $(BIN)/codeworker-local) $(GO) run ./functions/runner -dev
 
 ## test: the whole suite with the race detector, fuzz seed corpora included
-test: test-deps $(BIN)/bootstrap-local
-	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) $(GO) test -race -count=1 -timeout 15m $(PKGS)
+test: test-deps $(BIN)/bootstrap-local $(BIN)/codeworker-local
+	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) RUNNER_TEST_CODE_WORKER=$(abspath $(BIN)/codeworker-local) $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -tags noopenai,noanthropic -run 'Registry|ProviderList|ProvidersCompiledIn' ./engine/models/ ./functions/runner/
 	$(GO) test -race -count=1 -tags nocode -run 'CapabilitiesFromServices|BareDeployment' ./functions/runner/
 	$(GO) test -race -count=1 -tags nofanout -run 'FanOutOff|BareDeployment' ./functions/runner/
@@ -102,8 +105,9 @@ test-deps:
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-## build: the Lambda bootstrap (linux/arm64), as SAM deploys it, and runnerctl for this machine
-build: $(BIN)/bootstrap $(BIN)/runnerctl
+## build: the Lambda bootstrap and, unless CODE=off, the code nodes' worker
+## codeworker (linux/arm64), as SAM deploys them, and runnerctl for this machine
+build: $(BIN)/bootstrap $(if $(filter on,$(CODE)),$(BIN)/codeworker) $(BIN)/runnerctl
 
 $(BIN)/runnerctl: FORCE
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $@ ./cmd/runnerctl
@@ -111,13 +115,23 @@ $(BIN)/runnerctl: FORCE
 $(BIN)/bootstrap: FORCE
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
 
-# The same binary for this machine, run under aws-lambda-rie by the tests.
+# The code nodes' sandbox worker, shipped beside bootstrap.
+$(BIN)/codeworker: FORCE
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(WORKER_LDFLAGS)" -o $@ ./functions/codeworker
+
+# The same binaries for this machine, run under aws-lambda-rie by the tests
+# (the bootstrap told where the worker is by RUNNER_CODE_WORKER).
 $(BIN)/bootstrap-local: FORCE
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $@ ./functions/runner
 
-# sam build calls this target (BuildMethod: makefile).
+$(BIN)/codeworker-local: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(WORKER_LDFLAGS)" -o $@ ./functions/codeworker
+
+# sam build calls this target (BuildMethod: makefile): bootstrap and, unless
+# CODE=off, codeworker beside it in the function's package.
 build-RunnerFunction:
 	GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -tags $(TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/runner
+	$(if $(filter on,$(CODE)),GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(WORKER_LDFLAGS)" -o $(ARTIFACTS_DIR)/codeworker ./functions/codeworker)
 
 ## version: write VERSION (git describe) for builds from a copy without .git
 version:
@@ -137,8 +151,8 @@ bench:
 ## (medians), the runner beside a Bedrock-only build and a bare lambdaurl
 ## function built in the same run (functions/runner/testdata/bare)
 BENCH_LAMBDA_RUNS ?= 11
-BENCH_BUILDS := bootstrap bootstrap-bedrock bare
-bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
+BENCH_BUILDS := bootstrap bootstrap-bedrock bare codeworker
+bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local $(BIN)/codeworker $(BIN)/codeworker-local
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock ./functions/runner
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/bootstrap-bedrock-local ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $(BIN)/bare ./functions/runner/testdata/bare
@@ -146,7 +160,7 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local
 	@for f in $(BENCH_BUILDS); do \
 		wc -c < $(BIN)/$$f | awk -v f=$$f '{ printf "size linux/arm64 %-18s %9d bytes  %6.2f MB\n", f, $$1, $$1 / 1e6 }'; \
 	done | tee bench-lambda.out
-	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) \
+	RUNNER_TEST_BOOTSTRAP=$(abspath $(BIN)/bootstrap-local) RUNNER_TEST_CODE_WORKER=$(abspath $(BIN)/codeworker-local) \
 	RUNNER_TEST_BENCH_BOOTSTRAPS="bedrock-only=$(abspath $(BIN)/bootstrap-bedrock-local) bare=$(abspath $(BIN)/bare-local)" \
 	$(GO) test -run '^$$' -bench Lambda \
 		-benchtime $(BENCH_LAMBDA_RUNS)x -count 1 -timeout 10m ./functions/runner/ | tee -a bench-lambda.out
@@ -163,6 +177,8 @@ size:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(FULL_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-full ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS),nocode,nofanout $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock-nocode ./functions/runner
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(WORKER_LDFLAGS)" -o $(BIN)/size-codeworker ./functions/codeworker
+	@wc -c < $(BIN)/size-codeworker | awk '{ printf "size %-14s %6.2f MB (shipped beside bootstrap unless CODE=off; not budgeted)\n", "codeworker", $$1 / 1e6 }'
 	@ok=0; for fb in full:$(SIZE_BUDGET_FULL) bedrock:$(SIZE_BUDGET_BEDROCK) bedrock-nocode:$(SIZE_BUDGET_BEDROCK_NOCODE); do \
 		f=$${fb%%:*}; b=$${fb#*:}; n=$$(wc -c < $(BIN)/size-$$f); \
 		if [ $$n -le $$b ]; then v=ok; else v=OVER; ok=1; fi; \

@@ -13,9 +13,9 @@ import (
 // and the worker then waits for the next request (or end of input, on
 // which it exits).
 
-// WorkerArg is the first argument that starts the runner's binary as a
-// sandbox worker (worker.Main). The runner takes only flags otherwise, so a
-// positional argument cannot be mistaken for it.
+// WorkerArg is the first argument a Pool starts its worker executable with
+// (worker.Main checks it): the codeworker command, or a test binary whose
+// TestMain serves as the worker and otherwise runs its tests.
 const WorkerArg = "sandbox-worker"
 
 // Request is one evaluation: the body of a function called with one

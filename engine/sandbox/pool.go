@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,8 @@ type Options struct {
 	// running at once; the others wait for one to be free. 0 means 1.
 	Workers int
 	// Path is the executable started as a worker, with WorkerArg as its
-	// first argument. "" means this process's own (os.Executable).
+	// first argument. "" means WorkerName beside this process's own
+	// executable (DefaultWorker).
 	Path string
 }
 
@@ -107,6 +109,38 @@ func (p *Pool) take() (*worker, error) {
 	return startWorker(p.Options.Path, p.MemoryBytes())
 }
 
+// WorkerName is the file name of the worker executable (the command
+// functions/codeworker) that a Pool without Options.Path starts: it is
+// shipped beside the runner's, as bootstrap and codeworker in the Lambda
+// package. The runner itself links no JavaScript runtime.
+const WorkerName = "codeworker"
+
+// DefaultWorker returns the worker a Pool without Options.Path starts:
+// WorkerName in the directory of this process's executable.
+func DefaultWorker() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the sandbox worker beside this executable: %w", err)
+	}
+	return filepath.Join(filepath.Dir(exe), WorkerName), nil
+}
+
+// CheckWorker returns an error naming path when it is not an executable
+// file, so that a runner whose worker is missing says so when it starts
+// rather than at its first code node.
+func CheckWorker(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("sandbox worker: %w", err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("sandbox worker %s: not a regular file", path)
+	case fi.Mode()&0o111 == 0:
+		return fmt.Errorf("sandbox worker %s: not executable", path)
+	}
+	return nil
+}
+
 // Close stops the idle workers. Evaluations running meanwhile finish, and
 // their workers are kept for later ones.
 func (p *Pool) Close() {
@@ -134,7 +168,7 @@ var workerEnv = []string{"GOMAXPROCS=1", "GOGC=100", "GOTRACEBACK=none"}
 
 func startWorker(path string, memory int64) (*worker, error) {
 	if path == "" {
-		exe, err := os.Executable()
+		exe, err := DefaultWorker()
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
-// Package sandbox runs the JavaScript of code nodes in worker processes: the
-// runner's own binary started with WorkerArg (engine/sandbox/worker), one
-// evaluation at a time each, under a kernel limit on its memory, killed by
+// Package sandbox runs the JavaScript of code nodes in worker processes: an
+// executable of their own (the command functions/codeworker, which calls
+// engine/sandbox/worker's Main) started with WorkerArg, one evaluation at a
+// time each, under a kernel limit on its memory, killed by
 // the parent when the evaluation's context ends. No engine run in process
 // can be trusted to stop or to stay inside a memory bound (a regex that
 // backtracks, a built-in that allocates gigabytes in one call); a process

@@ -3,28 +3,36 @@
 package main
 
 import (
-	"os"
+	"fmt"
 
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
-	"github.com/runnerd/lambda-runner/engine/sandbox/worker"
+	"github.com/runnerd/lambda-runner/infra/config"
 )
 
-// serveWorker becomes a sandbox worker and never returns when the process
-// was started as one (by codePool's pool, with sandbox.WorkerArg).
-func serveWorker() {
-	if worker.Requested(os.Args) {
-		worker.Main(os.Args)
+// codePool is the sandbox of code nodes. Its workers are the codeworker
+// executable (functions/codeworker), not this binary, so that the
+// bootstrap links no JavaScript runtime: cfg.CodeWorker
+// (RUNNER_CODE_WORKER) when set, else sandbox.WorkerName beside this
+// executable, as the Lambda package ships it. A missing worker stops the
+// runner at start, naming the path, rather than failing its first code
+// node. Workers start on a code node's first evaluation, never before. As
+// many run at once as an execution's concurrency allows and the memory
+// budget holds at MaxCodeMemory each, and at least one. A build with the
+// nocode tag has none (code_off.go).
+func codePool(cfg config.Config, l engine.Limits) (engine.CodeRunner, error) {
+	path := cfg.CodeWorker
+	if path == "" {
+		p, err := sandbox.DefaultWorker()
+		if err != nil {
+			return nil, err
+		}
+		path = p
 	}
-}
-
-// codePool is the sandbox of code nodes: workers are this binary (main
-// dispatches on sandbox.WorkerArg), started on a code node's first
-// evaluation, never before. As many run at once as an execution's
-// concurrency allows and the memory budget holds at MaxCodeMemory each,
-// and at least one. A build with the nocode tag has none (code.go's
-// sibling, code_off.go), and leaves the JavaScript engine out.
-func codePool(l engine.Limits) engine.CodeRunner {
+	if err := sandbox.CheckWorker(path); err != nil {
+		return nil, fmt.Errorf("code nodes: %w (the Lambda package ships %s beside bootstrap, make build and make run build it; "+
+			"RUNNER_CODE_WORKER names another path, a CODE=off build has no code node)", err, sandbox.WorkerName)
+	}
 	workers := min(l.MaxConcurrency, max(1, int(l.MemoryBudget/l.MaxCodeMemory)))
-	return &sandbox.Pool{Options: sandbox.Options{MemoryBytes: l.MaxCodeMemory, Workers: workers}}
+	return &sandbox.Pool{Options: sandbox.Options{Path: path, MemoryBytes: l.MaxCodeMemory, Workers: workers}}, nil
 }

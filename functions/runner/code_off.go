@@ -2,10 +2,11 @@
 
 package main
 
-import "github.com/runnerd/lambda-runner/engine"
+import (
+	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/infra/config"
+)
 
-// serveWorker does nothing: a nocode build has no sandbox worker.
-func serveWorker() {}
-
-// codePool is nil: a nocode build runs no code node (CODE=off, docs/deploy.md).
-func codePool(engine.Limits) engine.CodeRunner { return nil }
+// codePool is nil: a nocode build runs no code node (CODE=off,
+// docs/deploy.md) and needs no worker; RUNNER_CODE_WORKER is ignored.
+func codePool(config.Config, engine.Limits) (engine.CodeRunner, error) { return nil, nil }

@@ -349,7 +349,7 @@ func TestInvokeRecoversPanics(t *testing.T) {
 // environment.
 func testConfig(t *testing.T, env map[string]string) config.Config {
 	t.Helper()
-	base := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9", "RUNNER_TOKENS": testToken}
+	base := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9", "RUNNER_TOKENS": testToken, "RUNNER_CODE_WORKER": inProcessWorker()}
 	for k, v := range env {
 		base[k] = v
 	}

@@ -44,9 +44,6 @@ const runnerName = "runnerd-lambda"
 var version = "dev"
 
 func main() {
-	// A sandbox worker (code nodes) before anything else: it reads its
-	// requests from stdin, never the configuration.
-	serveWorker()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	// Off the path to serving: the first signal.Notify waits while the Go

@@ -21,16 +21,20 @@ import (
 // runPatience bounds every wait on a running server.
 const runPatience = 30 * time.Second
 
-// runEnv is a fake environment. It always sets RUNNER_ADDR to a free port.
+// runEnv is a fake environment. It always sets RUNNER_ADDR to a free port
+// and, unless vars set it, RUNNER_CODE_WORKER to this test binary.
 func runEnv(vars map[string]string) func(string) string {
 	return func(name string) string {
-		if name == "RUNNER_ADDR" {
-			if v, ok := vars[name]; ok {
-				return v
-			}
+		v, ok := vars[name]
+		switch {
+		case ok:
+			return v
+		case name == "RUNNER_ADDR":
 			return "127.0.0.1:0"
+		case name == "RUNNER_CODE_WORKER":
+			return inProcessWorker()
 		}
-		return vars[name]
+		return ""
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,9 +126,22 @@ func TestOpsVersionWithoutGit(t *testing.T) {
 			if got := strings.TrimSpace(string(b)); got != tt.want {
 				t.Errorf("version %q, want %q", got, tt.want)
 			}
+			// The function's package as sam deploys it: the bootstrap and
+			// the code nodes' worker beside it.
+			names := []string{}
+			if ents, err := os.ReadDir(out); err == nil {
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+			}
+			if want := []string{"bootstrap", "codeworker"}; !slices.Equal(names, want) {
+				t.Errorf("ARTIFACTS_DIR holds %q, want %q", names, want)
+			}
 			// What a deployed stack shows: capabilities of the .git-less
-			// build under the Lambda runtime interface emulator.
-			r := startRIEWith(t, lambdaEnv(t, nil), filepath.Join(out, "bootstrap"))
+			// build under the Lambda runtime interface emulator, and a code
+			// node run by the worker found beside the bootstrap (no
+			// RUNNER_CODE_WORKER).
+			r := startRIEWith(t, lambdaEnv(t, map[string]string{"RUNNER_CODE_WORKER": ""}), filepath.Join(out, "bootstrap"))
 			defer r.stop()
 			p, body := r.streamed(t, functionURLEvent("GET", "/v1/capabilities", testToken, ""), "")
 			var caps struct{ Runner struct{ Version string } }
@@ -136,6 +150,10 @@ func TestOpsVersionWithoutGit(t *testing.T) {
 			}
 			if caps.Runner.Version != tt.want {
 				t.Errorf("capabilities runner.version %q, want %q", caps.Runner.Version, tt.want)
+			}
+			_, stream := r.streamed(t, functionURLEvent("POST", "/v1/executions", testToken, codeBody), "")
+			if evs := checkStream(t, stream); !strings.Contains(string(stream), `"output":{"c":[10,20,30]}`) {
+				t.Errorf("code node beside bootstrap: %v", evs[len(evs)-1])
 			}
 		})
 	}

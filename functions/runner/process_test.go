@@ -16,12 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/sandbox/worker"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	// An in-process runner's code nodes start this binary as their worker.
-	serveWorker()
+	// An in-process runner's code nodes start this binary as their worker
+	// (RUNNER_CODE_WORKER=os.Args[0], set by the tests' configurations).
+	if worker.Requested(os.Args) {
+		worker.Main(os.Args)
+	}
 	code := m.Run()
 	removeBuiltBootstrap()
 	if code == 0 {
@@ -68,9 +72,52 @@ func bootstrapPath(t testing.TB) string {
 	return built.path
 }
 
+// builtWorker is the code nodes' worker built once per test binary when
+// make did not provide one.
+var builtWorker struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// codeWorkerPath returns the code nodes' worker executable
+// (functions/codeworker) for the bootstraps the tests start: the binary in
+// RUNNER_TEST_CODE_WORKER (make test builds it), else one built here.
+// lambdaEnv passes it as RUNNER_CODE_WORKER; a test of the Lambda
+// package's own layout (codeworker beside bootstrap) removes that.
+func codeWorkerPath(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("RUNNER_TEST_CODE_WORKER"); p != "" {
+		return p
+	}
+	builtWorker.once.Do(func() {
+		if builtWorker.dir, builtWorker.err = os.MkdirTemp("", "runner-codeworker-"); builtWorker.err != nil {
+			return
+		}
+		builtWorker.path = filepath.Join(builtWorker.dir, "codeworker")
+		cmd := exec.Command("go", "build", "-o", builtWorker.path, "../codeworker")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			builtWorker.err = fmt.Errorf("building the code worker: %v\n%s", err, out)
+		}
+	})
+	if builtWorker.err != nil {
+		t.Fatal(builtWorker.err)
+	}
+	return builtWorker.path
+}
+
+// inProcessWorker is RUNNER_CODE_WORKER for a runner built in this test
+// process: the test binary itself, whose TestMain serves as the worker.
+func inProcessWorker() string { return os.Args[0] }
+
 func removeBuiltBootstrap() {
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
+	}
+	if builtWorker.dir != "" {
+		os.RemoveAll(builtWorker.dir)
 	}
 }
 
@@ -183,6 +230,7 @@ func lambdaEnv(t testing.TB, extra map[string]string) map[string]string {
 		"AWS_LAMBDA_FUNCTION_TIMEOUT":     "60",
 		"RUNNER_TIMEOUT_SECONDS":          "60",
 		"RUNNER_TOKENS":                   testToken,
+		"RUNNER_CODE_WORKER":              codeWorkerPath(t),
 		// The emulator's own log level (the bootstrap sees it too and
 		// ignores it).
 		"LOG_LEVEL": "warn",

@@ -28,6 +28,11 @@ import (
 // That events leave as they happen is shown against a runtime API that
 // timestamps what arrives (runtimeapi_test.go).
 
+// codeBody is an execution of one code node, whose output is
+// {"c":[10,20,30]}.
+const codeBody = `{"version":1,"input":{"xs":[3,1,2]},"workflow":{"nodes":[{"id":"c","type":"code",` +
+	`"with":{"input":"${{ input.xs }}","code":"return input.toSorted().map(x => x * 10)"}}]}}`
+
 // rieBinary finds aws-lambda-rie on PATH or in GOPATH/bin (`make tools`
 // installs it there). Without it the tests skip, except under CI, where a
 // missing emulator is a failure rather than a silent gap.
@@ -236,12 +241,12 @@ func TestRIE(t *testing.T) {
 		executionID, _ = evs[0]["executionId"].(string)
 	})
 
-	t.Run("a code node runs in a worker of the bootstrap itself", func(t *testing.T) {
-		// Under the emulator as under Lambda: the worker is this binary
-		// (os.Executable), started on the first code node, nothing else.
-		body := `{"version":1,"input":{"xs":[3,1,2]},"workflow":{"nodes":[{"id":"c","type":"code",` +
-			`"with":{"input":"${{ input.xs }}","code":"return input.toSorted().map(x => x * 10)"}}]}}`
-		_, stream := r.streamed(t, functionURLEvent("POST", "/v1/executions", testToken, body), "rie-code-1")
+	t.Run("a code node runs in the codeworker", func(t *testing.T) {
+		// Under the emulator as under Lambda: the worker is the codeworker
+		// executable (here RUNNER_CODE_WORKER; TestOpsVersionWithoutGit
+		// runs the package's layout, codeworker beside bootstrap), started
+		// on the first code node.
+		_, stream := r.streamed(t, functionURLEvent("POST", "/v1/executions", testToken, codeBody), "rie-code-1")
 		evs := checkStream(t, stream)
 		last := evs[len(evs)-1]
 		out, _ := json.Marshal(last["output"])

@@ -17,7 +17,7 @@ func TestSIGTERMShutsDown(t *testing.T) {
 	out := &syncBuffer{}
 	cmd := exec.Command(bootstrapPath(t))
 	cmd.Dir = t.TempDir()
-	cmd.Env = []string{"RUNNER_TOKENS=" + testToken, "RUNNER_ADDR=" + freeAddr(t), "HOME=" + cmd.Dir}
+	cmd.Env = []string{"RUNNER_TOKENS=" + testToken, "RUNNER_ADDR=" + freeAddr(t), "HOME=" + cmd.Dir, "RUNNER_CODE_WORKER=" + codeWorkerPath(t)}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {

@@ -65,7 +65,9 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		return nil, err
 	}
 	eng.Services = svc
-	eng.Services.Code = codePool(eng.Limits.WithDefaults())
+	if eng.Services.Code, err = codePool(cfg, eng.Limits.WithDefaults()); err != nil {
+		return nil, err
+	}
 	h := &functions.Handler{
 		Tokens:                 src,
 		Engine:                 eng,

@@ -22,6 +22,9 @@ func wireConfig(t *testing.T, env map[string]string) config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.CodeWorker == "" {
+		cfg.CodeWorker = inProcessWorker()
+	}
 	return cfg
 }
 
@@ -49,7 +52,7 @@ func TestCapabilitiesFromServices(t *testing.T) {
 			}
 			c := h.Capabilities
 			want := []string{"agent", "code", "fail", "http", "map", "model", "set", "tool", "workflow"}
-			if codePool(engine.DefaultLimits()) == nil { // a nocode build
+			if code, _ := codePool(cfg, engine.DefaultLimits()); code == nil { // a nocode build
 				want = slices.DeleteFunc(want, func(s string) bool { return s == "code" })
 			}
 			if !slices.Equal(c.NodeTypes, want) {

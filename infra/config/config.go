@@ -39,6 +39,9 @@ type Config struct {
 	TokenCacheTTL   time.Duration // RUNNER_TOKEN_CACHE_TTL (0: secrets.DefaultTTL)
 	TokenRefreshGap time.Duration // RUNNER_TOKEN_REFRESH_INTERVAL: min gap of miss-triggered refreshes (0: secrets.DefaultRefreshInterval)
 	LogLevel        slog.Level    // RUNNER_LOG_LEVEL
+	// CodeWorker (RUNNER_CODE_WORKER) is the path of the code nodes'
+	// worker executable; "" means codeworker beside the runner's own.
+	CodeWorker string
 
 	MemoryMB        int           // AWS_LAMBDA_FUNCTION_MEMORY_SIZE, else RUNNER_MEMORY_MB (0: engine.DefaultMemoryMB)
 	Timeout         time.Duration // RUNNER_TIMEOUT_SECONDS: the function's configured timeout (0: engine.DefaultMaxDuration)
@@ -136,6 +139,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Addr:                   r.str("RUNNER_ADDR", "127.0.0.1:8080"),
 		Tokens:                 splitList(getenv("RUNNER_TOKENS")),
 		TokenSecretID:          strings.TrimSpace(getenv("RUNNER_TOKEN_SECRET_ID")),
+		CodeWorker:             strings.TrimSpace(getenv("RUNNER_CODE_WORKER")),
 		TokenCacheTTL:          r.duration("RUNNER_TOKEN_CACHE_TTL"),
 		TokenRefreshGap:        r.duration("RUNNER_TOKEN_REFRESH_INTERVAL"),
 		LogLevel:               r.level("RUNNER_LOG_LEVEL"),

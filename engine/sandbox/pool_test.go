@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A Pool without a path starts WorkerName beside this executable.
+func TestDefaultWorker(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DefaultWorker()
+	if want := filepath.Join(filepath.Dir(exe), WorkerName); err != nil || got != want {
+		t.Errorf("DefaultWorker() = %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestCheckWorker(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ path, want string }{
+		{exe, ""},
+		{filepath.Join(dir, "none"), filepath.Join(dir, "none")},
+		{dir, "not a regular file"},
+		{plain, "not executable"},
+	}
+	for _, tt := range tests {
+		err := CheckWorker(tt.path)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckWorker(%q) = %v, want nil", tt.path, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("CheckWorker(%q) = %v, want an error naming %q", tt.path, err, tt.want)
+		}
+	}
+}
+
+// A worker that cannot be started fails the evaluation at once, naming
+// the path: it never waits for a reply that cannot come.
+func TestEvalMissingWorker(t *testing.T) {
+	path := filepath.Join(t.TempDir(), WorkerName)
+	p := &Pool{Options: Options{Path: path}}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.Eval(ctx, Request{Code: "return 1", MaxOutputBytes: 1 << 10, MaxLogBytes: 1 << 10})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, path) {
+		t.Fatalf("Eval = %v, want a %s error naming %s", err, KindCrashed, path)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Eval waited for the context")
+	}
+}
