@@ -70,7 +70,7 @@ TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(fil
 FULL_TAGS    := $(subst $(space),$(comma),$(strip lambda.norpc $(AWSTAG)))
 BEDROCK_TAGS := $(subst $(space),$(comma),$(strip lambda.norpc noopenai noanthropic $(AWSTAG)))
 
-.PHONY: run test test-deps test-short build bench bench-lambda size lint tools clean build-RunnerFunction version sam-build
+.PHONY: run test test-deps test-short build bench bench-compare bench-lambda size lint tools clean build-RunnerFunction version sam-build
 
 ## run: the runner as a local HTTP server with a generated dev token (its
 ## code nodes' worker built first, and named by RUNNER_CODE_WORKER)
@@ -146,6 +146,15 @@ sam-build: version
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./protocol/ ./engine/ ./functions/ | tee bench.out
 
+## bench-compare: the runner over HTTP (curl-timed, local server) against
+## cloudwego/eino in process, on the same shapes in one run, with the
+## engine's own figure (BenchmarkInProcess): bench/compare.sh, RUNS and
+## WARM as there. bench/eino is a module of its own: eino is downloaded
+## only here, never by make test or lint.
+bench-compare:
+	cd bench/eino && $(GO) vet .
+	GO=$(GO) bash bench/compare.sh
+
 ## bench-lambda: Lambda figures: bootstrap sizes (linux/arm64 stripped, as
 ## deployed), cold start (INIT) and time to accepted under aws-lambda-rie
 ## (medians), the runner beside a Bedrock-only build and a bare lambdaurl
@@ -190,6 +199,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: run gofmt -w'; exit 1)
 	$(GO) mod tidy -diff
 	$(GO) vet $(PKGS)
+	bash -n bench/compare.sh
 	$(GOBIN)/staticcheck $(PKGS)
 	@command -v cfn-lint >/dev/null || { echo 'lint: cfn-lint not found (pip install cfn-lint, or apt-get install cfn-lint where Debian has it)'; exit 1; }
 	cfn-lint template.yaml

@@ -80,13 +80,20 @@ func BenchmarkE2E(b *testing.B) {
 				benchmarkE2E(b, bc.nodes, func(i int) []byte { return bc.body(bc.nodes, i, trace) })
 			})
 		}
+		// warm: the same text every iteration, as bench/compare.sh sends
+		// it with curl (the compile caches hit).
+		b.Run(bc.name+"/warm", func(b *testing.B) {
+			benchmarkE2E(b, bc.nodes, func(int) []byte { return bc.body(bc.nodes, 0, false) })
+		})
 	}
 }
 
 // BenchmarkInProcess is BenchmarkE2E without HTTP: the same documents
 // (new text each iteration) go straight to the engine the handler uses,
 // PrepareBody then Run, with the events written as NDJSON to io.Discard.
-// Its ns/node against BenchmarkE2E's is what the HTTP path adds.
+// Its ns/node against BenchmarkE2E's is what the HTTP path adds; its warm
+// variants (the same text every iteration) are bench/compare.sh's engine
+// figure.
 func BenchmarkInProcess(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -97,34 +104,51 @@ func BenchmarkInProcess(b *testing.B) {
 		{"fanout1000", 1000, e2eFanout},
 		{"chain10000", 10000, e2eChain},
 	} {
-		b.Run(bc.name+"/trace=off", func(b *testing.B) {
-			eng := newHandler(b, nil).Engine
-			bodies := make([][]byte, b.N)
-			for i := range bodies {
-				bodies[i] = bc.body(bc.nodes, i, false)
+		for _, warm := range []bool{false, true} {
+			name := bc.name + "/trace=off"
+			if warm {
+				name = bc.name + "/warm"
 			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			cpuBefore := cpuTime()
-			b.ResetTimer()
-			for i := range b.N {
-				x, err := eng.PrepareBody(bodies[i])
-				if err != nil {
-					b.Fatal(err)
-				}
-				w := protocol.NewWriter(io.Discard, "exec-bench", nil)
-				if err := w.Emit(&protocol.Accepted{}); err != nil {
-					b.Fatal(err)
-				}
-				if sum := x.Run(context.Background(), w); sum.Status != protocol.StatusCompleted {
-					b.Fatalf("run ended %s", sum.Status)
-				}
-				bodies[i] = nil
-			}
-			b.StopTimer()
-			reportPerNode(b, bc.nodes, cpuTime()-cpuBefore, &before, &after)
-		})
+			b.Run(name, func(b *testing.B) {
+				benchmarkInProcess(b, bc.nodes, func(i int) []byte {
+					if warm {
+						return bc.body(bc.nodes, 0, false)
+					}
+					return bc.body(bc.nodes, i, false)
+				})
+			})
+		}
 	}
+}
+
+// benchmarkInProcess prepares and runs body(i) for each iteration on the
+// handler's engine, the events written as NDJSON to io.Discard.
+func benchmarkInProcess(b *testing.B, nodes int, body func(i int) []byte) {
+	eng := newHandler(b, nil).Engine
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = body(i)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cpuBefore := cpuTime()
+	b.ResetTimer()
+	for i := range b.N {
+		x, err := eng.PrepareBody(bodies[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := protocol.NewWriter(io.Discard, "exec-bench", nil)
+		if err := w.Emit(&protocol.Accepted{}); err != nil {
+			b.Fatal(err)
+		}
+		if sum := x.Run(context.Background(), w); sum.Status != protocol.StatusCompleted {
+			b.Fatalf("run ended %s", sum.Status)
+		}
+		bodies[i] = nil
+	}
+	b.StopTimer()
+	reportPerNode(b, nodes, cpuTime()-cpuBefore, &before, &after)
 }
 
 // benchmarkE2E posts body(i) for each iteration through a loopback server
