@@ -219,7 +219,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rc *http.Resp
 	}
 	// Not supported behind the Lambda adapters, whose bodies are in memory.
 	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), min(r.ContentLength, limit, maxBodyPrealloc))
 	if err != nil {
 		if deadline {
 			// Past, so that net/http does not drain what is left of the
@@ -248,6 +248,34 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, rc *http.Resp
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return body, true
+}
+
+// maxBodyPrealloc bounds what a request's Content-Length makes readBody
+// allocate before the bytes arrive: a claim costs nothing to make.
+const maxBodyPrealloc = 1 << 20
+
+// readAll is io.ReadAll into a buffer of size bytes to start with (the
+// declared length, when there is one), instead of one grown from 512 bytes
+// by copies: for a 100 kB body that was twice its size in garbage.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	// One byte more, so that the end is read without growing.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // room to read on
+		}
+	}
 }
 
 // stream accepts the prepared execution x and runs it, streaming its
