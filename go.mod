@@ -9,9 +9,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.27
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
-	github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.63.13
-	github.com/aws/aws-sdk-go-v2/service/lambda v1.108.0 // the last release without the schemas package (1.3-1.7 ms of package init): bench/BASELINE.md, Round 5
-	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.12
+	github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.62.0 // the last release without a schemas package (package init): bench/BASELINE.md, Round 5
+	github.com/aws/aws-sdk-go-v2/service/lambda v1.108.0 // the last release without a schemas package (package init): bench/BASELINE.md, Round 5
+	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.49.0 // the last release without a schemas package (package init): bench/BASELINE.md, Round 5
 	github.com/aws/smithy-go v1.28.9
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
 	github.com/awslabs/goformation/v7 v7.14.9
