@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -235,4 +236,56 @@ func TestWriterCoalescedConcurrentEmit(t *testing.T) {
 			t.Fatalf("line %d is not whole JSON: %.120s", i, l)
 		}
 	}
+}
+
+// TestStreamWriterBuffersReused: streams one after another (their pending
+// buffers handed on through the pool) carry exactly their own lines, a
+// long stream's bytes never trailing a short one's, and concurrent streams
+// never share a buffer.
+func TestStreamWriterBuffersReused(t *testing.T) {
+	stream := func(id string, nodes int) string {
+		var buf bytes.Buffer
+		w := NewStreamWriter(t.Context(), &buf, id, nil, StreamOptions{})
+		w.now = func() time.Time { return fixedTime }
+		if err := w.Emit(&Accepted{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range nodes {
+			if err := w.Emit(&NodeStarted{NodeID: fmt.Sprintf("%s-%d", id, i), NodeType: "set", Attempt: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Finish(&Result{Status: StatusCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	want := func(id string, nodes int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"version":1,"type":"accepted","executionId":"%s","at":"%s"}`+"\n", id, fixedAt)
+		for i := range nodes {
+			fmt.Fprintf(&b, `{"version":1,"type":"node.started","executionId":"%s","at":"%s","nodeId":"%s-%d","nodeType":"set","attempt":1}`+"\n", id, fixedAt, id, i)
+		}
+		fmt.Fprintf(&b, `{"version":1,"type":"result","executionId":"%s","at":"%s","status":"completed","output":null,"usage":{"inputTokens":0,"outputTokens":0,"modelCalls":0,"toolCalls":0,"httpRequests":0},"durationMs":0}`+"\n", id, fixedAt)
+		return b.String()
+	}
+	for _, n := range []int{2000, 3, 0, 500, 1} {
+		id := fmt.Sprintf("seq%d", n)
+		if got, w := stream(id, n), want(id, n); got != w {
+			t.Fatalf("stream of %d nodes: %d bytes, want %d\n%s", n, len(got), len(w), got[strings.LastIndex(got[:len(got)-1], "\n")+1:])
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range 20 {
+				id, n := fmt.Sprintf("g%d-%d", g, k), (g*37+k*11)%300
+				if got, w := stream(id, n), want(id, n); got != w {
+					t.Errorf("concurrent stream %s: %d bytes, want %d", id, len(got), len(w))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
