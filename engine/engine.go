@@ -217,7 +217,7 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 	if len(doc.Input) > 0 && string(doc.Input) != "null" && p.schemaWithinLimits(path+".input", doc.Input) {
 		var err error
 		if g.inputSchema, err = compileSchemaText(doc.Input); err != nil {
-			p.d.add(path+".input", "invalid JSON Schema: %v", firstLine(err.Error()))
+			schemaErrors(path+".input", err, p.d)
 		}
 	}
 	if doc.present["output"] {
@@ -271,9 +271,7 @@ func (p *prep) checkInput(g *graph, raw json.RawMessage) any {
 		input = v
 	}
 	if g.inputSchema != nil {
-		if err := validateValue(g.inputSchema, input); err != nil {
-			schemaDetails("input", err, p.d)
-		}
+		schemaDetails("input", g.inputSchema, input, p.d)
 	}
 	return input
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -106,11 +105,4 @@ func whenNotBoolean(src string, v any) *NodeError {
 		hint = ": is every name in it spelled right?"
 	}
 	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, jsonKind(v), hint)
-}
-
-// firstLine is the first line of a library's message, the part that says
-// what is wrong.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }

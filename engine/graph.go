@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/schema"
 )
 
 // graph is a compiled DAG of nodes: a workflow, a map's sub-graph, or a
@@ -22,7 +21,7 @@ type graph struct {
 	output      lang.Template
 	hasOutput   bool
 	sinks       []int
-	inputSchema *jsonschema.Schema
+	inputSchema *schema.Schema
 	reach       []bitset // see reachable
 	reachOnce   sync.Once
 }

@@ -221,9 +221,14 @@ func (childStep) Run(ctx context.Context, call *Call) (any, error) {
 	}
 	input := w["input"]
 	if child.inputSchema != nil {
-		if err := validateValue(child.inputSchema, input); err != nil {
-			d := &detailList{}
-			schemaDetails("input", err, d)
+		// What expressions built, in the form JSON decodes to (float64
+		// numbers), as the schema is applied to a request's input.
+		v, err := asJSON(input)
+		if err != nil {
+			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %v", id, err)
+		}
+		d := &detailList{}
+		if !schemaDetails("input", child.inputSchema, v, d) {
 			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %s", id, d.inv.Error())
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/schema"
 	"github.com/runnerd/lambda-runner/protocol"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // modelKind calls a model once:
@@ -26,8 +26,8 @@ import (
 type modelKind struct{}
 
 type modelStep struct {
-	schema    *jsonschema.Schema // nil without with.json
-	schemaRaw json.RawMessage    // what the provider is sent
+	schema    *schema.Schema  // nil without with.json
+	schemaRaw json.RawMessage // what the provider is sent
 }
 
 func (modelKind) Prepare(c *Compiler) Step {
@@ -76,7 +76,7 @@ func readModelNumbers(f *Fields) (temperature *float64, maxTokens int) {
 }
 
 // prepareJSONSchema compiles with.json. It returns nils for json: false.
-func prepareJSONSchema(c *Compiler, raw any) (*jsonschema.Schema, json.RawMessage) {
+func prepareJSONSchema(c *Compiler, raw any) (*schema.Schema, json.RawMessage) {
 	if b, ok := raw.(bool); ok {
 		if !b {
 			return nil, nil
@@ -85,12 +85,12 @@ func prepareJSONSchema(c *Compiler, raw any) (*jsonschema.Schema, json.RawMessag
 		raw = map[string]any{}
 	}
 	b, err := json.Marshal(raw)
-	var sch *jsonschema.Schema
+	var sch *schema.Schema
 	if err == nil {
 		sch, err = compileSchemaText(b)
 	}
 	if err != nil {
-		c.Errorf("json", "invalid JSON Schema: %s", firstLine(err.Error()))
+		schemaErrors(c.Path("json"), err, c.p.d)
 		return nil, nil
 	}
 	return sch, b
@@ -129,14 +129,12 @@ func usageOutput(u models.Usage) map[string]any {
 // parseReply decodes a JSON reply and checks it against the schema. A
 // reply wrapped in a Markdown code fence, which models add despite being
 // told not to, is unwrapped first.
-func parseReply(sch *jsonschema.Schema, text string) (any, error) {
+func parseReply(sch *schema.Schema, text string) (any, error) {
 	v, err := decodeJSON([]byte(unfence(text)))
 	if err != nil {
 		return nil, Errorf(protocol.CodeModelError, "the model's reply is not valid JSON: %v", err)
 	}
-	if err := validateValue(sch, v); err != nil {
-		d := &detailList{}
-		schemaDetails("json", err, d)
+	if d := (&detailList{}); !schemaDetails("json", sch, v, d) {
 		return nil, Errorf(protocol.CodeModelError, "the model's reply does not match with.json: %s", d.inv.Error())
 	}
 	return v, nil

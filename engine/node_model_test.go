@@ -442,7 +442,7 @@ func TestModelNodePrepare(t *testing.T) {
 		{"invalid runtime.models", `{"role":"writer","prompt":"x"}`, `[{"role":"writer","provider":"watson","model":"m"}]`,
 			"runtime.models[0].provider", []string{`unknown provider "watson"`}},
 		{"invalid json schema", `{"role":"writer","prompt":"x","json":{"type":"nonsense"}}`, good,
-			"workflow.nodes[0].with.json", []string{"invalid JSON Schema"}},
+			"workflow.nodes[0].with.json.type", []string{"invalid JSON Schema", `"nonsense" is not a type`}},
 		{"neither prompt nor messages", `{"role":"writer"}`, good,
 			"workflow.nodes[0].with", []string{"prompt or messages"}},
 		{"temperature out of range", `{"role":"writer","prompt":"x","temperature":3}`, good,

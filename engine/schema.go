@@ -1,16 +1,14 @@
 package engine
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/runnerd/lambda-runner/engine/schema"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -18,64 +16,37 @@ import (
 var printer = message.NewPrinter(language.English)
 
 // compileSchema compiles a JSON Schema carried by a request (a workflow's
-// input schema, a model node's json schema). It never loads remote
-// references: a runner must not fetch URLs named by its callers.
-func compileSchema(raw any) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("request.schema.json", raw); err != nil {
-		return nil, err
-	}
-	return c.Compile("request.schema.json")
-}
+// input schema, a model node's json schema) with engine/schema: checked
+// against draft 2020-12's rules, self-contained (no remote reference is
+// ever loaded), free of reference cycles and bounded in cost.
+func compileSchema(raw []byte) (*schema.Schema, error) { return schema.Compile(raw) }
 
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("remote schema %q is not loaded: schemas must be self-contained", url)
-}
-
-// schemaDetails turns a validation error into details under path, one per
-// failing leaf, deduplicated by location.
-func schemaDetails(path string, err error, d *detailList) {
-	leaves, ok := schemaLeaves(path, err)
-	if !ok {
-		d.add(path, "%v", err)
+// schemaErrors records why a schema did not compile, each problem at its
+// place in the schema under path.
+func schemaErrors(path string, err error, d *detailList) {
+	var errs schema.Errors
+	if !errors.As(err, &errs) {
+		d.add(path, "invalid JSON Schema: %v", err)
 		return
 	}
-	reportLeaves(leaves, d)
+	for _, e := range errs {
+		d.add(joinPath(path, e.Loc), "invalid JSON Schema: %s", e.Msg)
+	}
 }
 
-// schemaLeaves lists the failing leaves of a validation error, located
-// under path; ok is false when err is not a validation error.
-func schemaLeaves(path string, err error) (leaves []schemaLeaf, ok bool) {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return nil, false
+// schemaDetails checks v against sch and adds a detail under path for each
+// failing leaf; it reports whether v is valid.
+func schemaDetails(path string, sch *schema.Schema, v any, d *detailList) bool {
+	leaves := sch.Validate(v)
+	if leaves == nil {
+		return true
 	}
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			l := schemaLeaf{loc: joinPath(path, e.InstanceLocation), msg: e.ErrorKind.LocalizedString(printer)}
-			switch k := e.ErrorKind.(type) {
-			case *kind.Required:
-				l.members = k.Missing
-			case *kind.AdditionalProperties:
-				// The validator lists them in map order; sorted, the
-				// message is the same every time.
-				l.members = slices.Sorted(slices.Values(k.Properties))
-				l.msg = additionalMessage(l.members)
-			}
-			leaves = append(leaves, l)
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+	out := make([]schemaLeaf, len(leaves))
+	for i, l := range leaves {
+		out[i] = schemaLeaf{loc: joinPath(path, l.Loc), msg: l.Msg, members: l.Members}
 	}
-	walk(ve)
-	return leaves, true
+	reportLeaves(out, d)
+	return false
 }
 
 // reportLeaves adds leaves to d in path order, one message a place, and
@@ -167,25 +138,11 @@ func decodeJSON(raw []byte) (any, error) {
 	return v, nil
 }
 
-// schemaValue converts a generic value to what the schema validator wants
-// (it compares numbers exactly as json.Number).
-func schemaValue(v any) (any, error) {
+// asJSON is v as decodeJSON would have it.
+func asJSON(v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
-}
-
-func schemaValueRaw(raw []byte) (any, error) {
-	return jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-}
-
-// validateValue checks a generic value against a compiled schema.
-func validateValue(sch *jsonschema.Schema, v any) error {
-	inst, err := schemaValue(v)
-	if err != nil {
-		return err
-	}
-	return sch.Validate(inst)
+	return decodeJSON(b)
 }

@@ -211,7 +211,7 @@ func TestPrepareRejects(t *testing.T) {
 		{
 			name: "input schema that is no schema",
 			wf:   `{"input":{"type":5},"nodes":[{"id":"a","type":"set"}]}`,
-			want: []problem{{"workflow.input", []string{"invalid JSON Schema"}}},
+			want: []problem{{"workflow.input.type", []string{"invalid JSON Schema", "must be a type name"}}},
 		},
 	}
 	for _, tt := range tests {

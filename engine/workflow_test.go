@@ -504,7 +504,7 @@ func TestChildWorkflowPrepare(t *testing.T) {
 		name:      "child with an invalid input schema",
 		wf:        callGreet,
 		children:  []string{wtChildGreet, `{"id":"c","input":{"type":"wat"},"nodes":[{"id":"a","type":"set"}]}`},
-		path:      "runtime.workflows[1].input",
+		path:      "runtime.workflows[1].input.type",
 		fragments: []string{"invalid JSON Schema"},
 	}, {
 		name:      "unused children are validated too",
