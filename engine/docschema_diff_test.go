@@ -77,7 +77,7 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own dsOutcome, ok boo
 	if err != nil {
 		return true, lib, own, false
 	}
-	tree, _, _, err := decodeDocument(raw)
+	doc, err := decodeDocument(raw)
 	if err != nil {
 		t.Fatalf("library decodes %s, decodeDocument does not: %v", raw, err)
 	}
@@ -94,7 +94,7 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own dsOutcome, ok boo
 		}
 		lib = dsReport(leaves)
 	}
-	own = dsReport(checkDocumentSchema("workflow", tree))
+	own = dsReport(checkDocumentSchema("workflow", doc))
 	agree = slices.Equal(lib.details, own.details) && slices.Equal(lib.covered, own.covered)
 	return agree, lib, own, true
 }
@@ -309,7 +309,11 @@ func TestDocSchemaCatchesDisagreement(t *testing.T) {
 	if !ok || !agree || len(lib.details) != 1 || !strings.Contains(own.details[0], "workflow.nodes[0].timeoutMs: minimum") {
 		t.Fatalf("agree=%v lib=%q own=%q", agree, lib.details, own.details)
 	}
-	other := dsReport(checkDocumentSchema("workflow", map[string]any{"nodes": []any{}}))
+	valid, err := decodeDocument([]byte(`{"nodes":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := dsReport(checkDocumentSchema("workflow", valid))
 	if slices.Equal(other.details, lib.details) {
 		t.Fatal("a valid document's report equals an invalid one's")
 	}

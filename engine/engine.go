@@ -140,8 +140,8 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 		p.secretNames[name] = true
 	}
 	var doc *document
-	if dd, ok := req.WorkflowValue.(*decodedDocument); ok {
-		doc = checkDocument("workflow", dd.tree, dd.input, dd.output, d)
+	if dd, ok := req.WorkflowValue.(*document); ok {
+		doc = checkDocument("workflow", dd, d)
 	} else if req.Workflow != nil {
 		doc = parseDocument("workflow", req.Workflow, d)
 	}
@@ -220,7 +220,7 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 			schemaErrors(path+".input", err, p.d)
 		}
 	}
-	if doc.present["output"] {
+	if doc.has&hasOutput != 0 {
 		var v any
 		_ = json.Unmarshal(doc.Output, &v)
 		all := make([]string, len(g.nodes))

@@ -38,8 +38,15 @@ func TestHostileDecodeNumbers(t *testing.T) {
 // A huge but valid timeoutMs is clamped to what a duration holds, not
 // wrapped to a negative one.
 func TestHostileDecodeHugeTimeout(t *testing.T) {
-	nodes := nodeDocs([]any{map[string]any{"id": "a", "type": "set", "timeoutMs": json.Number("1e30")}})
-	if got := nodes[0].TimeoutMs; got != maxMillis || time.Duration(got)*time.Millisecond <= 0 {
+	doc, err := decodeDocument([]byte(`{"nodes":[{"id":"a","type":"set","timeoutMs":1e30}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := nodeFromValue(map[string]any{"id": "a", "type": "set", "timeoutMs": json.Number("1e30")})
+	if sub.TimeoutMs != maxMillis {
+		t.Fatalf("a sub-graph's timeoutMs 1e30 decoded as %d", sub.TimeoutMs)
+	}
+	if got := doc.Nodes[0].TimeoutMs; got != maxMillis || time.Duration(got)*time.Millisecond <= 0 {
 		t.Fatalf("timeoutMs 1e30 decoded as %d", got)
 	}
 }

@@ -31,14 +31,14 @@ type Decoder struct {
 	// MaxDepth caps the nesting of the whole body; 0 means no cap.
 	MaxDepth int
 	// Workflow, when set, decodes the workflow document while the body is
-	// read, so that the document's text is scanned once with the envelope
-	// rather than copied out and read again. It is called only for a
-	// workflow that is an object, with dec just past its opening brace,
-	// and must read the members and the closing brace. Its result becomes
-	// the request's WorkflowValue. Should Workflow or anything later in the
+	// read, so that the engine reads the document's text as the envelope
+	// is read rather than after the envelope's checks. It is called only
+	// for a workflow that is an object, with its text (JSON, checked; the
+	// request's Workflow, so not to be changed). Its result becomes the
+	// request's WorkflowValue. Should Workflow or anything later in the
 	// body fail, the body is read again the ordinary way, WorkflowValue
 	// stays nil, and every problem is reported as without it.
-	Workflow func(dec *json.Decoder) (any, error)
+	Workflow func(raw []byte) (any, error)
 }
 
 // DecodeAll is DecodeRequest that keeps going: it returns the request as
@@ -117,15 +117,14 @@ func (dc Decoder) readTop(data []byte) (top map[string]json.RawMessage, wv any, 
 		if _, dup := top[key]; dup {
 			return nil, nil, false
 		}
-		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil || raw[0] != '{' {
 			return nil, nil, false
 		}
-		start := dec.InputOffset() - 1
-		if wv, err = dc.Workflow(dec); err != nil {
+		if wv, err = dc.Workflow(raw); err != nil {
 			return nil, nil, false
 		}
-		// The document's text is the body's, as Unmarshal would copy it.
-		top[key] = json.RawMessage(data[start:dec.InputOffset()])
+		top[key] = raw
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil, nil, false

@@ -2,18 +2,107 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// This file checks a decoded workflow document against the rules of
-// docs/workflow.schema.json without a generic JSON Schema pass: the same
-// decisions, at the same paths, with the validator's messages. The schema
-// stays the published contract; TestDocSchemaAgreesWithLibrary and
-// FuzzDocSchema run both over a corpus and fail on any difference, so a
-// change to one without the other is caught. Values are what a
-// json.Decoder with UseNumber produces.
+// Prepare, stage 2: check. A decoded document (prepare_decode.go) is held
+// to the rules of docs/workflow.schema.json without a generic JSON Schema
+// pass: the same decisions, at the same paths, with the validator's
+// messages. The schema stays the published contract;
+// TestDocSchemaAgreesWithLibrary and FuzzDocSchema run both over a corpus
+// and fail on any difference, so a change to one without the other is
+// caught. The document and its nodes are read typed; a with, and the
+// members decode kept as decoded, are values as a json.Decoder with
+// UseNumber produces them.
+
+// parseDocument decodes raw and checks it against the rules of the
+// workflow schema. path is where the document sits in the request
+// ("workflow", "runtime.workflows[2]"). A document that breaks a rule is
+// still returned as far as it goes, so that the graph, expressions and
+// input can be checked too; nil means there is nothing to check.
+func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
+	doc, err := decodeDocument(raw)
+	if err != nil {
+		d.add(path, "malformed JSON: %v", err)
+		return nil
+	}
+	return checkDocument(path, doc, d)
+}
+
+// checkDocument checks a decoded document, recording what fails in d, and
+// turns the numbers of its nodes' with into the float64s expressions and
+// templates work on.
+func checkDocument(path string, doc *document, d *detailList) *document {
+	reportLeaves(checkDocumentSchema(path, doc), d)
+	for i := range doc.Nodes {
+		if w := doc.Nodes[i].With; w != nil {
+			if bad := floatNumbers(w); bad != "" {
+				d.add(fmt.Sprintf("%s.nodes[%d].with", path, i), "the number %s is out of range", bad)
+			}
+		}
+	}
+	return doc
+}
+
+// floatNumbers turns the exact numbers under v into float64s in place, the
+// representation expressions and templates work on. It returns the text of
+// a number no float64 holds, "" when there is none.
+func floatNumbers(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			f, num, bad := floatElem(e)
+			if bad != "" {
+				return bad
+			}
+			if num {
+				v[k] = f
+			}
+		}
+	case []any:
+		for i, e := range v {
+			f, num, bad := floatElem(e)
+			if bad != "" {
+				return bad
+			}
+			if num {
+				v[i] = f
+			}
+		}
+	}
+	return ""
+}
+
+// floatElem is floatNumbers for one element of a container. When the
+// element is a number (num), the container is to hold f in its place.
+func floatElem(e any) (f float64, num bool, bad string) {
+	n, ok := e.(json.Number)
+	if !ok {
+		return 0, false, floatNumbers(e)
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return 0, false, string(n)
+	}
+	return f, true, ""
+}
+
+// parseNodes reads a sub-graph's nodes (a map node's with.nodes), already
+// checked with the document.
+func parseNodes(v any) ([]nodeDoc, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s, want an array of nodes", jsonTypeOf(v))
+	}
+	nodes := make([]nodeDoc, len(a))
+	for i, e := range a {
+		nodes[i] = nodeFromValue(e)
+	}
+	return nodes, nil
+}
 
 // Patterns of the schema, as the validator quotes them in messages.
 const (
@@ -47,11 +136,11 @@ type docChecker struct {
 	fails  int
 }
 
-// checkDocumentSchema checks v, a document decoded with UseNumber, and
-// returns what failed, located under base ("workflow").
-func checkDocumentSchema(base string, v any) []schemaLeaf {
+// checkDocumentSchema checks a decoded document and returns what failed,
+// located under base ("workflow").
+func checkDocumentSchema(base string, doc *document) []schemaLeaf {
 	c := &docChecker{base: base, stack: make([]docSeg, 0, 16)}
-	c.document(v)
+	c.document(doc)
 	return c.leaves
 }
 
@@ -164,6 +253,11 @@ func (c *docChecker) required(m map[string]any, names ...string) {
 			missing = append(missing, n)
 		}
 	}
+	c.missing(missing)
+}
+
+// missing reports required members that are absent.
+func (c *docChecker) missing(missing []string) {
 	switch len(missing) {
 	case 0:
 	case 1:
@@ -195,7 +289,14 @@ func (c *docChecker) str(v any) (string, bool) {
 }
 
 func (c *docChecker) strMin1(v any) {
-	if s, ok := c.str(v); ok && s == "" {
+	if s, ok := c.str(v); ok {
+		c.min1(s)
+	}
+}
+
+// min1 is strMin1 for a member decoded as a string.
+func (c *docChecker) min1(s string) {
+	if s == "" {
 		c.fail("minLength: got %d, want %d", 0, 1)
 	}
 }
@@ -286,45 +387,128 @@ func (c *docChecker) enum(v any, values ...string) {
 	c.fail("value must be one of %s", schemaJoinQuoted(values))
 }
 
-func (c *docChecker) document(v any) {
-	c.members(v, []string{"nodes"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "$schema", "name", "description":
-			c.str(val)
-		case "id":
-			c.strMin1(val)
-		case "version":
-			if d, _, ok := jsonNumber(val); !ok || d.huge || d.cmp(decOne) != 0 {
-				c.fail("value must be %s", "1")
-			}
-		case "input":
-			c.objectOrBool(val)
-		case "nodes":
-			c.nodes(val, false)
-		case "output":
-		default:
-			return false
+func (c *docChecker) document(doc *document) {
+	if !doc.isObject {
+		c.typeErr(doc.value, "object")
+		return
+	}
+	_, restNodes := doc.rest["nodes"]
+	if doc.has&hasNodes == 0 && !restNodes {
+		c.missing([]string{"nodes"})
+	}
+	if doc.has&hasID != 0 {
+		c.push("id")
+		c.min1(doc.ID)
+		c.pop()
+	}
+	if doc.has&hasNodes != 0 {
+		c.push("nodes")
+		c.nodeList(doc.Nodes, false)
+		c.pop()
+	}
+	if doc.has&hasInput != 0 {
+		c.push("input")
+		c.objectOrBool(rawKind(doc.Input))
+		c.pop()
+	}
+	var extra []string
+	for k, val := range doc.rest {
+		c.push(k)
+		if !c.documentMember(k, val) {
+			extra = append(extra, k)
 		}
-		return true
-	})
+		c.pop()
+	}
+	c.additional(extra)
 }
 
-// nodes checks an array of nodes; nonEmpty is the map node's minItems 1.
+// rawKind stands for the JSON type of raw, a value as written, in a check
+// that looks only at its type.
+func rawKind(raw json.RawMessage) any {
+	switch firstNonSpace(raw) {
+	case '{':
+		return map[string]any(nil)
+	case '[':
+		return []any(nil)
+	case '"':
+		return ""
+	case 't', 'f':
+		return true
+	case 'n':
+		return nil
+	}
+	return json.Number("0")
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// documentMember checks a document's member held as decoded.
+func (c *docChecker) documentMember(k string, val any) bool {
+	switch k {
+	case "$schema", "name", "description":
+		c.str(val)
+	case "id":
+		c.strMin1(val)
+	case "version":
+		if d, _, ok := jsonNumber(val); !ok || d.huge || d.cmp(decOne) != 0 {
+			c.fail("value must be %s", "1")
+		}
+	case "input":
+		c.objectOrBool(val)
+	case "nodes":
+		c.nodes(val, false)
+	case "output":
+	default:
+		return false
+	}
+	return true
+}
+
+// nodes checks an array of nodes held as decoded (a map's with.nodes, a
+// document's nodes that are not an array); nonEmpty is the map node's
+// minItems 1.
 func (c *docChecker) nodes(v any, nonEmpty bool) {
 	a, ok := c.array(v)
 	if !ok {
 		return
 	}
-	if nonEmpty && len(a) == 0 {
+	docs := make([]nodeDoc, len(a))
+	for i, e := range a {
+		docs[i] = nodeFromValue(e)
+	}
+	c.nodeList(docs, nonEmpty)
+}
+
+// nodeList checks decoded nodes; nonEmpty is the map node's minItems 1.
+func (c *docChecker) nodeList(nodes []nodeDoc, nonEmpty bool) {
+	if nonEmpty && len(nodes) == 0 {
 		c.fail("minItems: got %d, want %d", 0, 1)
 	}
-	c.items(a, (*docChecker).node)
+	for i := range nodes {
+		c.pushIdx(i)
+		c.node(&nodes[i])
+		c.pop()
+	}
 }
 
 func (c *docChecker) id(v any) {
 	if s, ok := c.str(v); ok {
-		c.pattern(s, idPattern, isNodeID(s))
+		c.idText(s)
 	}
+}
+
+// idText is id for a member decoded as a string.
+func (c *docChecker) idText(s string) {
+	c.pattern(s, idPattern, isNodeID(s))
 }
 
 func isNodeID(s string) bool {
@@ -390,22 +574,70 @@ func (c *docChecker) withCode(v any) {
 	})
 }
 
-func (c *docChecker) node(v any) {
-	m, ok := c.members(v, []string{"id", "type"}, (*docChecker).nodeMember)
-	if !ok {
+func (c *docChecker) node(n *nodeDoc) {
+	if !n.isObject {
+		c.typeErr(n.value, "object")
 		return
 	}
+	_, restID := n.restValue("id")
+	_, restType := n.restValue("type")
+	withID, withType := n.has&hasID != 0 || restID, n.has&hasType != 0 || restType
+	switch {
+	case !withID && !withType:
+		c.missing([]string{"id", "type"})
+	case !withID:
+		c.missing([]string{"id"})
+	case !withType:
+		c.missing([]string{"type"})
+	}
+	if n.has&hasID != 0 {
+		c.push("id")
+		c.idText(n.ID)
+		c.pop()
+	}
+	if n.has&hasType != 0 {
+		c.push("type")
+		c.min1(n.Type)
+		c.pop()
+	}
+	if n.has&hasWhen != 0 {
+		c.push("when")
+		c.min1(n.When)
+		c.pop()
+	}
+	if n.has&hasNeeds != 0 {
+		c.push("needs")
+		c.needList(n.Needs)
+		c.pop()
+	}
+	var extra []string
+	for k, val := range n.rest {
+		c.push(k)
+		if !c.nodeMember(k, val) {
+			extra = append(extra, k)
+		}
+		c.pop()
+	}
+	c.additional(extra)
 	// The schema's if/then: a rule applies when type is absent or equal.
-	typ, hasType := m["type"]
-	with, hasWith := m["with"]
+	typ, typOK := n.Type, n.has&hasType != 0
+	if !typOK && restType {
+		v, _ := n.restValue("type")
+		typ, typOK = v.(string)
+	}
+	var with any
+	hasWith := n.has&hasWith != 0
+	if hasWith {
+		with = n.With
+	} else {
+		with, hasWith = n.restValue("with")
+	}
 	for _, r := range withRules {
-		if hasType {
-			if s, ok := typ.(string); !ok || s != r.typ {
-				continue
-			}
+		if withType && (!typOK || typ != r.typ) {
+			continue
 		}
 		if r.required && !hasWith {
-			c.required(m, "with")
+			c.missing([]string{"with"})
 		}
 		if hasWith {
 			c.push("with")
@@ -415,7 +647,7 @@ func (c *docChecker) node(v any) {
 	}
 }
 
-// nodeMember checks one member of a node.
+// nodeMember checks one member of a node held as decoded.
 func (c *docChecker) nodeMember(k string, val any) bool {
 	switch k {
 	case "id":
@@ -449,6 +681,44 @@ func (c *docChecker) needs(v any) {
 		c.fail("items at %d and %d are equal", j, i)
 	}
 	c.items(a, (*docChecker).id)
+}
+
+// needList is needs for an array decoded as strings.
+func (c *docChecker) needList(needs []string) {
+	if j, i := firstDuplicateString(needs); i >= 0 {
+		c.fail("items at %d and %d are equal", j, i)
+	}
+	for i, s := range needs {
+		c.pushIdx(i)
+		c.idText(s)
+		c.pop()
+	}
+}
+
+// firstDuplicateString is firstDuplicate for strings, which are equal as
+// JSON values when they are equal as strings.
+func firstDuplicateString(a []string) (int, int) {
+	if len(a) < 2 {
+		return -1, -1
+	}
+	if len(a) <= 8 {
+		for i := 1; i < len(a); i++ {
+			for j := range i {
+				if a[j] == a[i] {
+					return j, i
+				}
+			}
+		}
+		return -1, -1
+	}
+	seen := make(map[string]int, len(a))
+	for i, s := range a {
+		if j, ok := seen[s]; ok {
+			return j, i
+		}
+		seen[s] = i
+	}
+	return -1, -1
 }
 
 func (c *docChecker) retry(v any) {

@@ -1,0 +1,753 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// Prepare, stage 1: decode. A workflow document's text becomes a document
+// and its nodes once, in one pass over the text, without a generic tree
+// for its structure. The members the later stages read (a node's id, type,
+// needs, when and with; the document's id, nodes, input and output) are
+// held typed when they have the type the schema gives them. Every other
+// member, and one of another type than the schema's, is kept as decoded
+// in rest, for the check (prepare_check.go) to report or read; a document
+// or node that is not an object keeps its value. So the decoder decides
+// nothing: it refuses only text that is not JSON.
+//
+// A node's with stays a generic object (map[string]any, numbers as
+// json.Number until the check turns them into float64s): its values may
+// hold templates at any depth (an http body, a model's messages), which
+// engine/lang compiles from these values, and a map node's sub-graph
+// (with.nodes) is read from it into nodes by nodeFromValue, the typed
+// decode's rules applied to a decoded value.
+
+// document is a workflow document as decoded.
+type document struct {
+	ID     string
+	Nodes  []nodeDoc
+	Input  json.RawMessage // as written: the input schema is compiled from its text
+	Output json.RawMessage // as written: decoded when compiled
+	has    docMembers
+	rest   map[string]any // see the comment at the top of the file
+	// isObject is false when the document is not an object; value is
+	// then what it is.
+	isObject bool
+	value    any
+}
+
+// docMembers records which typed members a document or node has.
+type docMembers uint8
+
+const (
+	hasID docMembers = 1 << iota
+	hasType
+	hasWhen
+	hasNeeds
+	hasWith
+	hasNodes  // document
+	hasInput  // document
+	hasOutput // document
+)
+
+// nodeDoc is one node as decoded. Retry, TimeoutMs and OnError are read
+// from rest (derive), where they are held as decoded for the check.
+type nodeDoc struct {
+	ID, Type, When string
+	Needs          []string
+	With           map[string]any
+	Retry          *RetryPolicy
+	TimeoutMs      int64
+	OnError        string
+	has            docMembers
+	rest           map[string]any
+	isObject       bool
+	value          any
+}
+
+// RetryPolicy says how a failing node is tried again.
+type RetryPolicy struct {
+	MaxAttempts  int     `json:"maxAttempts"`
+	BackoffMs    int64   `json:"backoffMs"`
+	Factor       float64 `json:"factor"`
+	MaxBackoffMs int64   `json:"maxBackoffMs"`
+}
+
+// DefaultRetry is the policy a node's retry object starts from: the fields
+// it leaves out keep these values.
+var DefaultRetry = RetryPolicy{MaxAttempts: 1, BackoffMs: 200, Factor: 2, MaxBackoffMs: 10_000}
+
+// restValue returns the member k held as decoded.
+func (n *nodeDoc) restValue(k string) (any, bool) {
+	v, ok := n.rest[k]
+	return v, ok
+}
+
+// setRest keeps member k as decoded; it replaces a typed one of the same
+// name (the last of duplicate keys counts, as for encoding/json).
+func (n *nodeDoc) setRest(k string, v any) {
+	switch k {
+	case "id":
+		n.has &^= hasID
+		n.ID = ""
+	case "type":
+		n.has &^= hasType
+		n.Type = ""
+	case "when":
+		n.has &^= hasWhen
+		n.When = ""
+	case "needs":
+		n.has &^= hasNeeds
+		n.Needs = nil
+	case "with":
+		n.has &^= hasWith
+		n.With = nil
+	}
+	if n.rest == nil {
+		n.rest = make(map[string]any, 2)
+	}
+	n.rest[k] = v
+}
+
+// typed records that member k was read typed, replacing one kept as decoded.
+func (n *nodeDoc) typed(k string, bit docMembers) {
+	n.has |= bit
+	if n.rest != nil {
+		delete(n.rest, k)
+	}
+}
+
+// member reads member k of a decoded node.
+func (n *nodeDoc) member(k string, v any) {
+	switch k {
+	case "id", "type", "when":
+		s, ok := v.(string)
+		if !ok {
+			break
+		}
+		switch k {
+		case "id":
+			n.ID = s
+			n.typed(k, hasID)
+		case "type":
+			n.Type = s
+			n.typed(k, hasType)
+		default:
+			n.When = s
+			n.typed(k, hasWhen)
+		}
+		return
+	case "needs":
+		if a, ok := v.([]any); ok && allStrings(a) {
+			n.Needs = make([]string, len(a))
+			for i, e := range a {
+				n.Needs[i] = e.(string)
+			}
+			n.typed(k, hasNeeds)
+			return
+		}
+	case "with":
+		if m, ok := v.(map[string]any); ok {
+			n.With = m
+			n.typed(k, hasWith)
+			return
+		}
+	}
+	n.setRest(k, v)
+}
+
+func allStrings(a []any) bool {
+	for _, e := range a {
+		if _, ok := e.(string); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// derive reads what the compile needs from the members kept as decoded;
+// a member of the wrong type is left zero (the check reports it).
+func (n *nodeDoc) derive() {
+	if len(n.rest) == 0 {
+		return
+	}
+	n.OnError, _ = n.rest["onError"].(string)
+	if needs, ok := n.rest["needs"].([]any); ok {
+		n.Needs = make([]string, len(needs))
+		for j, id := range needs {
+			n.Needs[j], _ = id.(string)
+		}
+	}
+	if t, ok := n.rest["timeoutMs"]; ok {
+		n.TimeoutMs, _ = millis(t)
+	}
+	if r, ok := n.rest["retry"].(map[string]any); ok {
+		n.Retry = retryPolicy(r)
+	}
+}
+
+// nodeFromValue reads a decoded node (a map's with.nodes) by the rules of
+// the typed decode.
+func nodeFromValue(v any) nodeDoc {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nodeDoc{value: v}
+	}
+	n := nodeDoc{isObject: true}
+	for k, e := range m {
+		n.member(k, e)
+	}
+	n.derive()
+	return n
+}
+
+func retryPolicy(m map[string]any) *RetryPolicy {
+	p := DefaultRetry
+	if v, ok := millis(m["maxAttempts"]); ok {
+		p.MaxAttempts = int(v)
+	}
+	if v, ok := millis(m["backoffMs"]); ok {
+		p.BackoffMs = v
+	}
+	if v, ok := millis(m["maxBackoffMs"]); ok {
+		p.MaxBackoffMs = v
+	}
+	if _, text, ok := jsonNumber(m["factor"]); ok {
+		p.Factor = decFloat(text)
+	}
+	return &p
+}
+
+// workflowDecoder returns the engine's protocol.Decoder.Workflow: raw is
+// the workflow object's text, JSON already checked, and nesting deeper
+// than maxDepth (the body's cap, counted from the document) is left to the
+// ordinary read, which reports it.
+func workflowDecoder(maxDepth int) func(raw []byte) (any, error) {
+	return func(raw []byte) (any, error) {
+		d := docDecoder{data: raw, maxDepth: maxDepth}
+		return d.document()
+	}
+}
+
+// decodeDocument decodes a workflow document's text (a child workflow, a
+// body the one pass did not take). An error says raw is not JSON.
+func decodeDocument(raw []byte) (*document, error) {
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		if err == nil {
+			err = errors.New("invalid JSON")
+		}
+		return nil, err
+	}
+	d := docDecoder{data: raw, maxDepth: maxDecodeDepth}
+	return d.document()
+}
+
+// maxDecodeDepth bounds the decoder's recursion; encoding/json's scanner,
+// which checked the text before, refuses deeper nesting too.
+const maxDecodeDepth = 10_000
+
+var errDecode = errors.New("malformed JSON")
+
+// docDecoder reads a document from valid JSON text. It still checks every
+// step, so that text that is not JSON gives an error, never a panic.
+type docDecoder struct {
+	data     []byte
+	pos      int
+	depth    int
+	maxDepth int // 0: maxDecodeDepth
+	// needs is where the nodes' needs are cut from, a segment each.
+	needs []string
+}
+
+func (d *docDecoder) document() (*document, error) {
+	doc := &document{}
+	d.ws()
+	if d.peek() != '{' {
+		v, err := d.value()
+		if err != nil {
+			return nil, err
+		}
+		doc.value = v
+		return doc, d.end()
+	}
+	doc.isObject = true
+	err := d.object(func(key []byte) error {
+		switch string(key) {
+		case "id":
+			if d.peek() == '"' {
+				s, err := d.str()
+				doc.ID = s
+				doc.has |= hasID
+				delete(doc.rest, "id")
+				return err
+			}
+		case "nodes":
+			if d.peek() == '[' {
+				doc.has |= hasNodes
+				delete(doc.rest, "nodes")
+				return d.nodes(doc)
+			}
+		case "input", "output":
+			start := d.pos
+			if err := d.skip(); err != nil {
+				return err
+			}
+			raw := json.RawMessage(d.data[start:d.pos:d.pos])
+			if key[0] == 'i' {
+				doc.Input = raw
+				doc.has |= hasInput
+			} else {
+				doc.Output = raw
+				doc.has |= hasOutput
+			}
+			return nil
+		}
+		v, err := d.value()
+		if err != nil {
+			return err
+		}
+		k := string(key)
+		switch k {
+		case "id":
+			doc.has &^= hasID
+			doc.ID = ""
+		case "nodes":
+			doc.has &^= hasNodes
+			doc.Nodes = nil
+		}
+		if doc.rest == nil {
+			doc.rest = make(map[string]any, 2)
+		}
+		doc.rest[k] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return doc, d.end()
+}
+
+// nodes reads the array of a document's nodes.
+func (d *docDecoder) nodes(doc *document) error {
+	doc.Nodes = doc.Nodes[:0]
+	return d.array(func() error {
+		doc.Nodes = append(doc.Nodes, nodeDoc{})
+		n := &doc.Nodes[len(doc.Nodes)-1]
+		if d.peek() != '{' {
+			v, err := d.value()
+			n.value = v
+			return err
+		}
+		return d.node(n)
+	})
+}
+
+func (d *docDecoder) node(n *nodeDoc) error {
+	n.isObject = true
+	err := d.object(func(key []byte) error {
+		switch string(key) {
+		case "id", "type", "when":
+			if d.peek() != '"' {
+				break
+			}
+			s, err := d.str()
+			if err != nil {
+				return err
+			}
+			switch key[0] {
+			case 'i':
+				n.ID = s
+				n.typed("id", hasID)
+			case 't':
+				n.Type = internType(s)
+				n.typed("type", hasType)
+			default:
+				n.When = s
+				n.typed("when", hasWhen)
+			}
+			return nil
+		case "needs":
+			if d.peek() != '[' {
+				break
+			}
+			start, first := d.pos, len(d.needs)
+			ok, err := d.stringArray()
+			if err != nil {
+				return err
+			}
+			if ok {
+				n.Needs = d.needs[first:len(d.needs):len(d.needs)]
+				n.typed("needs", hasNeeds)
+				return nil
+			}
+			d.needs, d.pos = d.needs[:first], start
+		case "with":
+			if d.peek() != '{' {
+				break
+			}
+			v, err := d.value()
+			if err != nil {
+				return err
+			}
+			n.With = v.(map[string]any)
+			n.typed("with", hasWith)
+			return nil
+		}
+		v, err := d.value()
+		if err != nil {
+			return err
+		}
+		n.setRest(string(key), v)
+		return nil
+	})
+	n.derive()
+	return err
+}
+
+// stringArray appends the strings of the array at d.pos to d.needs; ok is
+// false (and d.pos past some of it) when an item is not a string.
+func (d *docDecoder) stringArray() (ok bool, err error) {
+	ok = true
+	depth := d.depth
+	err = d.array(func() error {
+		if d.peek() != '"' {
+			ok = false
+			return errNotStrings
+		}
+		s, err := d.str()
+		d.needs = append(d.needs, s)
+		return err
+	})
+	if err == errNotStrings {
+		d.depth = depth
+		return false, nil
+	}
+	return ok, err
+}
+
+var errNotStrings = errors.New("not strings")
+
+// internType returns the node types the engine knows as constants, so
+// that a document's thousand "set"s are one string.
+func internType(s string) string {
+	switch s {
+	case "set":
+		return "set"
+	case "fail":
+		return "fail"
+	case "map":
+		return "map"
+	case "workflow":
+		return "workflow"
+	case "model":
+		return "model"
+	case "agent":
+		return "agent"
+	case "tool":
+		return "tool"
+	case "http":
+		return "http"
+	case "code":
+		return "code"
+	}
+	return s
+}
+
+// internKey returns the with members the node types read as constants.
+func internKey(b []byte) string {
+	switch string(b) {
+	case "value":
+		return "value"
+	case "message":
+		return "message"
+	case "code":
+		return "code"
+	case "items":
+		return "items"
+	case "nodes":
+		return "nodes"
+	case "output":
+		return "output"
+	case "input":
+		return "input"
+	case "workflow":
+		return "workflow"
+	case "prompt":
+		return "prompt"
+	case "system":
+		return "system"
+	case "role":
+		return "role"
+	case "content":
+		return "content"
+	case "url":
+		return "url"
+	case "method":
+		return "method"
+	case "headers":
+		return "headers"
+	case "body":
+		return "body"
+	case "query":
+		return "query"
+	case "toolset":
+		return "toolset"
+	case "tool":
+		return "tool"
+	case "arguments":
+		return "arguments"
+	}
+	return string(b)
+}
+
+// value decodes any JSON value: objects as map[string]any, arrays as
+// []any, numbers as json.Number, as encoding/json with UseNumber does.
+func (d *docDecoder) value() (any, error) {
+	switch d.peek() {
+	case '{':
+		m := map[string]any{}
+		err := d.object(func(key []byte) error {
+			v, err := d.value()
+			m[internKey(key)] = v
+			return err
+		})
+		return m, err
+	case '[':
+		a := []any{}
+		err := d.array(func() error {
+			v, err := d.value()
+			a = append(a, v)
+			return err
+		})
+		return a, err
+	case '"':
+		return d.str()
+	case 't':
+		return true, d.literal("true")
+	case 'f':
+		return false, d.literal("false")
+	case 'n':
+		return nil, d.literal("null")
+	}
+	start := d.pos
+	for d.pos < len(d.data) && isNumberByte(d.data[d.pos]) {
+		d.pos++
+	}
+	if d.pos == start {
+		return nil, errDecode
+	}
+	return json.Number(d.data[start:d.pos]), nil
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+func (d *docDecoder) literal(s string) error {
+	if !bytes.HasPrefix(d.data[d.pos:], []byte(s)) {
+		return errDecode
+	}
+	d.pos += len(s)
+	return nil
+}
+
+// object reads an object at d.pos, calling member with each key (valid
+// until the next read), d.pos at its value, which member must read.
+func (d *docDecoder) object(member func(key []byte) error) error {
+	if d.depth++; d.depth > d.maxDepth && d.maxDepth > 0 || d.depth > maxDecodeDepth {
+		return errDecode
+	}
+	d.pos++ // '{'
+	d.ws()
+	if d.peek() == '}' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for {
+		key, err := d.key()
+		if err != nil {
+			return err
+		}
+		d.ws()
+		if d.peek() != ':' {
+			return errDecode
+		}
+		d.pos++
+		d.ws()
+		if err := member(key); err != nil {
+			return err
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.pos++
+			d.ws()
+		case '}':
+			d.pos++
+			d.depth--
+			return nil
+		default:
+			return errDecode
+		}
+	}
+}
+
+// array reads an array at d.pos, calling item with d.pos at each item,
+// which item must read.
+func (d *docDecoder) array(item func() error) error {
+	if d.depth++; d.depth > d.maxDepth && d.maxDepth > 0 || d.depth > maxDecodeDepth {
+		return errDecode
+	}
+	d.pos++ // '['
+	d.ws()
+	if d.peek() == ']' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for {
+		if err := item(); err != nil {
+			return err
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.pos++
+			d.ws()
+		case ']':
+			d.pos++
+			d.depth--
+			return nil
+		default:
+			return errDecode
+		}
+	}
+}
+
+// key returns an object key's text, unquoted; when it has no escapes it
+// is the document's own bytes.
+func (d *docDecoder) key() ([]byte, error) {
+	if d.peek() != '"' {
+		return nil, errDecode
+	}
+	end, plain := d.stringEnd()
+	if end < 0 {
+		return nil, errDecode
+	}
+	if plain {
+		b := d.data[d.pos+1 : end]
+		d.pos = end + 1
+		return b, nil
+	}
+	s, err := d.str()
+	return []byte(s), err
+}
+
+// str reads a string at d.pos.
+func (d *docDecoder) str() (string, error) {
+	if d.peek() != '"' {
+		return "", errDecode
+	}
+	end, plain := d.stringEnd()
+	if end < 0 {
+		return "", errDecode
+	}
+	text := d.data[d.pos : end+1]
+	d.pos = end + 1
+	if plain {
+		return string(text[1 : len(text)-1]), nil
+	}
+	// Escapes and bytes that are not UTF-8 are encoding/json's to read.
+	var s string
+	if err := json.Unmarshal(text, &s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// stringEnd finds the closing quote of the string at d.pos; plain says
+// the string has no escapes and is UTF-8, so that its bytes are its value.
+func (d *docDecoder) stringEnd() (end int, plain bool) {
+	plain = true
+	ascii := true
+	for i := d.pos + 1; i < len(d.data); i++ {
+		switch c := d.data[i]; {
+		case c == '"':
+			if !ascii && plain {
+				plain = utf8.Valid(d.data[d.pos+1 : i])
+			}
+			return i, plain
+		case c == '\\':
+			plain = false
+			i++
+		case c < 0x20:
+			return -1, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return -1, false
+}
+
+// skip reads past the value at d.pos.
+func (d *docDecoder) skip() error {
+	switch d.peek() {
+	case '{':
+		return d.object(func([]byte) error { return d.skip() })
+	case '[':
+		return d.array(d.skip)
+	case '"':
+		end, _ := d.stringEnd()
+		if end < 0 {
+			return errDecode
+		}
+		d.pos = end + 1
+		return nil
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	}
+	start := d.pos
+	for d.pos < len(d.data) && isNumberByte(d.data[d.pos]) {
+		d.pos++
+	}
+	if d.pos == start {
+		return errDecode
+	}
+	return nil
+}
+
+func (d *docDecoder) peek() byte {
+	if d.pos < len(d.data) {
+		return d.data[d.pos]
+	}
+	return 0
+}
+
+func (d *docDecoder) ws() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\r', '\n':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// end checks nothing but white space follows the document.
+func (d *docDecoder) end() error {
+	d.ws()
+	if d.pos != len(d.data) {
+		return errors.New("invalid character after top-level value")
+	}
+	return nil
+}

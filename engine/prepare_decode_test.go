@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// The typed decode (prepare_decode.go) must read every document as
+// encoding/json reads it (UseNumber, the last of duplicate keys counting),
+// sorted into typed members and rest by nodeFromValue's rules: then the
+// check and the compile see what they saw when the document was a generic
+// tree.
+
+// decodeAgreeCorpus: documents with every member typed and of another
+// type, duplicates both ways, escapes, UTF-8 and not, odd white space.
+var decodeAgreeCorpus = []string{
+	`{"nodes":[]}`,
+	`{"id":"w","nodes":[{"id":"a","type":"set","with":{"value":1.50}}],"output":"${{ nodes.a.output }}","input":{"type":"object"}}`,
+	` { "nodes" : [ { "id" : "a" , "type" : "set" , "needs" : [ "b" , "c" ] } ] } `,
+	`{"nodes":[{"id":1,"type":true,"when":null,"needs":"a","with":[1]}]}`,
+	`{"nodes":[{"id":"a","id":1},{"id":1,"id":"b"},{"needs":["a"],"needs":[1]},{"needs":[1],"needs":["a"]}]}`,
+	`{"nodes":[{"with":{"value":1},"with":"x"},{"with":"x","with":{"value":2}}]}`,
+	`{"nodes":[{"id":"a","needs":["x",1,"y"],"timeoutMs":1e30,"retry":{"maxAttempts":3,"factor":1.5},"onError":"continue","name":"n","x":{}}]}`,
+	`{"nodes":[1,"a",null,[],{}],"version":1,"$schema":"s"}`,
+	`{"nodes":{},"id":5,"input":true,"output":null}`,
+	`{"nodes":[{"id":"\u0061\n","type":"s\u00e9t","with":{"v\u0061lue":"\ud83d\ude00","\u0000":"\u0000"}}]}`,
+	"{\"nodes\":[{\"id\":\"\xff\",\"type\":\"\xe2\x82\",\"with\":{\"\xc0\":\"ok\xed\xa0\x80\"}}]}",
+	`{"nodes":[{"id":"a","type":"map","with":{"items":[1,2],"nodes":[{"id":"b","type":"set","needs":[],"with":{"value":"${{ item }}"}}]}}]}`,
+	`{"nodes":[{"id":"a","with":{"a":{"b":[[[{"c":-0.0e-0}]]]},"t":true,"f":false,"n":null}}]}`,
+	`[]`, `"doc"`, `12`, `null`, `{}`,
+	`{"nodes":[],"nodes":[{"id":"a"}]}`, `{"nodes":[{"id":"a"}],"nodes":[]}`,
+	`{"id":"a","id":7}`, `{"id":7,"id":"a"}`,
+}
+
+// documentFromText is what the typed decode must give for raw: raw read
+// by encoding/json, its nodes by nodeFromValue.
+func documentFromText(t testing.TB, raw []byte) *document {
+	t.Helper()
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%q: %v", raw, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return &document{value: v}
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		t.Fatal(err)
+	}
+	doc := &document{isObject: true}
+	for k, e := range m {
+		switch s, isStr := e.(string); {
+		case k == "id" && isStr:
+			doc.ID, doc.has = s, doc.has|hasID
+			continue
+		case k == "input":
+			doc.Input, doc.has = members[k], doc.has|hasInput
+			continue
+		case k == "output":
+			doc.Output, doc.has = members[k], doc.has|hasOutput
+			continue
+		}
+		if a, isArr := e.([]any); k == "nodes" && isArr {
+			doc.Nodes, _ = parseNodes(a)
+			doc.has |= hasNodes
+			continue
+		}
+		if doc.rest == nil {
+			doc.rest = map[string]any{}
+		}
+		doc.rest[k] = e
+	}
+	return doc
+}
+
+// normalize clears what the two reads may differ in without meaning:
+// empty against nil, a slice's capacity.
+func normalize(doc *document) {
+	if len(doc.rest) == 0 {
+		doc.rest = nil
+	}
+	if len(doc.Nodes) == 0 {
+		doc.Nodes = nil
+	}
+	for i := range doc.Nodes {
+		n := &doc.Nodes[i]
+		if len(n.rest) == 0 {
+			n.rest = nil
+		}
+		if len(n.Needs) == 0 {
+			n.Needs = nil
+		} else {
+			n.Needs = append([]string(nil), n.Needs...)
+		}
+	}
+}
+
+func checkDecodeAgrees(t *testing.T, raw []byte) {
+	t.Helper()
+	got, err := decodeDocument(raw)
+	if !json.Valid(raw) {
+		if err == nil {
+			t.Fatalf("%.200q is not JSON, decoded", raw)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%.200q: %v", raw, err)
+	}
+	want := documentFromText(t, raw)
+	normalize(got)
+	normalize(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%.200q:\n got  %#v\n want %#v", raw, got, want)
+	}
+}
+
+func TestDecodeDocumentAgrees(t *testing.T) {
+	for _, raw := range decodeAgreeCorpus {
+		checkDecodeAgrees(t, []byte(raw))
+	}
+	for _, raw := range dsFullNodes() {
+		checkDecodeAgrees(t, []byte(raw))
+	}
+}
+
+// TestDecodeDocumentRefuses: text that is not JSON is an error, never a
+// panic, from the document's decode and from the one pass's hook.
+func TestDecodeDocumentRefuses(t *testing.T) {
+	for _, raw := range []string{
+		``, `{`, `{"nodes":[}`, `{"nodes":[{"id":"a",}]}`, `{"a":tru}`, `{"a":"x`, `{"a":1}}`,
+		`{"a":"` + "\x01" + `"}`, `{"a":-}`, `{"a" 1}`, `{"a":[1 2]}`, `{"a":"\q"}`, `{1:2}`,
+	} {
+		if _, err := decodeDocument([]byte(raw)); err == nil {
+			t.Errorf("%q decoded", raw)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%q: the hook panicked: %v", raw, r)
+				}
+			}()
+			_, _ = workflowDecoder(128)([]byte(raw))
+		}()
+	}
+}
+
+// The one pass's hook leaves nesting over the body's cap to the ordinary
+// read, which names it.
+func TestDecodeHookDepth(t *testing.T) {
+	deep := `{"nodes":[{"id":"a","type":"set","with":{"value":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}]}`
+	if _, err := workflowDecoder(128)([]byte(deep)); err == nil {
+		t.Fatal("the hook read a document nested past its cap")
+	}
+	e, _ := wtEngine(nil)
+	d := bodyInvalid(t, e, deep)
+	if len(d) != 1 || !strings.HasPrefix(d[0].Path, "workflow.nodes[0].with.value[0][0]") || !strings.Contains(d[0].Message, "nested deeper than maxDepth") {
+		t.Fatalf("details %s", wtJSON(d))
+	}
+}
+
+// Hostile documents through the typed decode: what the author makes it
+// spend is bounded by the text, and each ends in a precise detail.
+func TestHostileDecodeTyped(t *testing.T) {
+	many := func(n int, f func(i int) string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(f(i))
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name, wf, path, fragment string
+	}{
+		{"duplicate keys in with", `{"nodes":[{"id":"a","type":"set","with":{"value":1,"value":2}}]}`, "workflow.nodes[0].with.value", `duplicate key "value"`},
+		{"duplicate typed member", `{"nodes":[{"id":"a","id":"b","type":"set"}]}`, "workflow.nodes[0].id", `duplicate key "id"`},
+		{"100k unknown node members", `{"nodes":[{"id":"a","type":"set",` + many(100_000, func(i int) string { return fmt.Sprintf(`"k%d":0`, i) }) + `}]}`, "workflow.nodes[0]", "additional properties"},
+		{"100k with members", `{"nodes":[{"id":"a","type":"set","with":{` + many(100_000, func(i int) string { return fmt.Sprintf(`"k%d":0`, i) }) + `}}]}`, "workflow.nodes[0].with", "additional properties"},
+		{"100k needs", `{"nodes":[{"id":"a","type":"set","needs":[` + many(100_000, func(int) string { return `"a"` }) + `]}]}`, "workflow.nodes[0].needs", "items at 0 and 1 are equal"},
+		{"huge exponent in with", `{"nodes":[{"id":"a","type":"set","with":{"value":1e999999}}]}`, "workflow.nodes[0].with", "1e999999 is out of range"},
+		{"NaN-ish text", `{"nodes":[{"id":"a","type":"set","timeoutMs":"NaN","with":{"value":"Infinity"}}]}`, "workflow.nodes[0].timeoutMs", "got string, want integer"},
+		{"giant id", `{"nodes":[{"id":"` + strings.Repeat("x", 1<<20) + `!","type":"set"}]}`, "workflow.nodes[0].id", "does not match pattern"},
+		{"nesting at the cap in with", `{"nodes":[{"id":"a","type":"set","with":{"value":` + strings.Repeat("[", 110) + strings.Repeat("]", 110) + `},"x":1}]}`, "workflow.nodes[0]", "additional properties 'x'"},
+		{"escaped member names", `{"nodes":[{"\u0069d":"a","typ\u0065":"set","w\u0069th":{"valu\u0065":1},"\u00e9":1}]}`, "workflow.nodes[0]", "additional properties 'é'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := wtEngine(nil)
+			start := time.Now()
+			d := bodyInvalid(t, e, tt.wf)
+			if el := time.Since(start); el > 5*time.Second {
+				t.Errorf("checking took %v, want under 5s", el)
+			}
+			if !wtHasDetail(d, tt.path, tt.fragment) {
+				t.Errorf("details %.2000s, want one at %s saying %q", wtJSON(d), tt.path, tt.fragment)
+			}
+		})
+	}
+}
+
+// bodyInvalid prepares a request body holding wf, read in one pass as the
+// handler reads it, that must be refused, and returns the problems.
+func bodyInvalid(t *testing.T, e *Engine, wf string) []protocol.Detail {
+	t.Helper()
+	x, err := e.PrepareBody([]byte(`{"version":1,"workflow":` + wf + `,"input":{}}`))
+	if err == nil {
+		x.discard()
+		t.Fatal("PrepareBody accepted the request, want INVALID_EXECUTION")
+	}
+	var inv *protocol.Invalid
+	if !errors.As(err, &inv) {
+		t.Fatalf("PrepareBody error %T %v, want *protocol.Invalid", err, err)
+	}
+	return inv.Details
+}
+
+func FuzzDecodeDocument(f *testing.F) {
+	for _, raw := range decodeAgreeCorpus {
+		f.Add([]byte(raw))
+	}
+	f.Add([]byte(`{"nodes":[{"id":"a","needs":["a",`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) > 1<<16 {
+			return
+		}
+		checkDecodeAgrees(t, raw)
+		_, _ = workflowDecoder(16)(raw)
+	})
+}
