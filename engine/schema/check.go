@@ -40,6 +40,9 @@ var (
 		"$recursiveAnchor": "a keyword of draft 2019-09: use $dynamicAnchor",
 		"$vocabulary":      "custom vocabularies are not supported: a schema is draft 2020-12",
 	}
+	// The keywords checked one by one in walk.
+	otherKeywords = []string{"$schema", "$id", "$anchor", "$dynamicAnchor", "$ref", "$dynamicRef",
+		"type", "enum", "examples", "required", "dependentRequired", "pattern", "multipleOf", "const", "default"}
 	simpleTypes = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
 	anchorName  = regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`)
 )
@@ -222,6 +225,12 @@ func (c *checker) walk(v any, toks []string, base *url.URL, nesting int) int {
 	for _, k := range keys {
 		val := obj[k]
 		kt := at(k)
+		if kw, ok := caseVariant(k); ok {
+			// The library decodes a schema as a Go struct, whose field
+			// names match case-insensitively: "$Ref" would be its $ref.
+			c.fail(kt, "%q is not a keyword (keywords are case-sensitive): did you mean %q?", k, kw)
+			continue
+		}
 		switch {
 		case refusedKeywords[k] != "":
 			c.fail(kt, "%s", refusedKeywords[k])
@@ -325,6 +334,35 @@ func (c *checker) walk(v any, toks []string, base *url.URL, nesting int) int {
 		}
 	}
 	return id
+}
+
+// keywords is every keyword walk knows.
+var keywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, list := range [][]string{schemaKeywords, schemaArrayKeywords, schemaMapKeywords, countKeywords,
+		numberKeywords, stringKeywords, boolKeywords, otherKeywords} {
+		for _, k := range list {
+			m[k] = true
+		}
+	}
+	for k := range refusedKeywords {
+		m[k] = true
+	}
+	return m
+}()
+
+// caseVariant returns the keyword k spells in other case (or with
+// characters Unicode folds alike), if k is not itself a keyword.
+func caseVariant(k string) (string, bool) {
+	if keywords[k] {
+		return "", false
+	}
+	for kw := range keywords {
+		if strings.EqualFold(k, kw) {
+			return kw, true
+		}
+	}
+	return "", false
 }
 
 func (c *checker) checkType(toks []string, v any) {

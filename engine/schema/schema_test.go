@@ -3,8 +3,11 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 func compileT(t *testing.T, text string) *Schema {
@@ -102,6 +105,27 @@ func TestValidateConcurrent(t *testing.T) {
 	for range 8 {
 		if got := <-done; got != "/a: got integer, want string" {
 			t.Errorf("got %s", got)
+		}
+	}
+}
+
+// TestKeywordsCoverLibrary: every member name the library decodes into
+// its Schema is a keyword the checks know, so none reaches the library
+// unchecked (it matches names case-insensitively, as encoding/json does).
+func TestKeywordsCoverLibrary(t *testing.T) {
+	typ := reflect.TypeFor[jsonschema.Schema]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if !keywords[name] {
+			t.Errorf("the library decodes %q, which the checks do not know", name)
+		}
+	}
+	for _, k := range []string{"$Ref", "TYPE", "Properties", "propertieſ", "ALLOF", "$DEFS"} {
+		if _, err := Compile([]byte(`{"` + k + `":{}}`)); err == nil || !strings.Contains(err.Error(), "case-sensitive") {
+			t.Errorf("%s: got %v, want a refusal", k, err)
 		}
 	}
 }
