@@ -1,11 +1,11 @@
 package schema
 
 import (
-	"fmt"
-	"time"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzCompile: any text either compiles or is refused with Errors, and a
