@@ -14,6 +14,8 @@
 #   10k / 1k         the chain's growth (linear: 10)
 #   HTTP / engine    per node, curl's time over BenchmarkInProcess's
 #
+# BASE=<revision> also builds that revision's runner and times it in the
+# same loop, turn about with this tree's (a before/after column).
 # RUNS (15), WARM (3); EINO_MODES: which eino trigger modes to time, any
 # (its default, Pregel supersteps) and all (AllPredecessor, its DAG mode).
 set -euo pipefail
@@ -23,16 +25,22 @@ EINO_MODES=${EINO_MODES:-any all}
 GO=${GO:-go}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
-pid=
+pids=()
 cleanup() {
-	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	rm -rf "$tmp"
+	[ -z "${BASE:-}" ] || git -C "$root" worktree prune
 }
 trap cleanup EXIT
 
 echo "load: $(uptime | sed 's/.*load average/load average/')"
 cd "$root"
 CGO_ENABLED=0 $GO build -trimpath -o "$tmp/runner" ./functions/runner
+# The code node's worker, a binary of its own beside the runner's.
+if [ -d functions/codeworker ]; then
+	CGO_ENABLED=0 $GO build -trimpath -o "$tmp/codeworker" ./functions/codeworker
+	export RUNNER_CODE_WORKER="$tmp/codeworker"
+fi
 (cd bench/eino && $GO build -trimpath -o "$tmp/eino" .)
 
 # The request bodies: the text functions/bench_e2e_test.go's e2eChain and
@@ -58,15 +66,30 @@ fanout 1000 >"$tmp/fanout1000.json"
 chain 10000 >"$tmp/chain10000.json"
 
 token="bench_$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-RUNNER_TOKENS=$token RUNNER_ADDR=127.0.0.1:0 "$tmp/runner" >"$tmp/runner.log" 2>&1 &
-pid=$!
-base=
-for _ in $(seq 100); do
-	base=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/runner.log" | head -1 || true)
-	[ -n "$base" ] && break
-	sleep 0.1
-done
-[ -n "$base" ] || { echo "compare: the runner did not start:" >&2; cat "$tmp/runner.log" >&2; exit 1; }
+# serve NAME BIN: starts the runner BIN on a free loopback port, its
+# address in url[NAME].
+declare -A url
+pids=()
+serve() {
+	RUNNER_TOKENS=$token RUNNER_ADDR=127.0.0.1:0 "$2" >"$tmp/$1.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 100); do
+		url[$1]=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/$1.log" | head -1 || true)
+		[ -n "${url[$1]}" ] && return
+		sleep 0.1
+	done
+	echo "compare: the runner $1 did not start:" >&2; cat "$tmp/$1.log" >&2; exit 1
+}
+serve head "$tmp/runner"
+servers=head
+if [ -n "${BASE:-}" ]; then
+	# The runner of BASE too, timed in the same loop.
+	git -C "$root" worktree add -q --detach "$tmp/base" "$BASE"
+	(cd "$tmp/base" && CGO_ENABLED=0 $GO build -trimpath -o "$tmp/runner-base" ./functions/runner)
+	git -C "$root" worktree remove --force "$tmp/base"
+	serve base "$tmp/runner-base"
+	servers="base head"
+fi
 
 # calc EXPR: awk's arithmetic
 calc() { awk "BEGIN { print $1 }"; }
@@ -74,23 +97,32 @@ calc() { awk "BEGIN { print $1 }"; }
 # median of the numbers on stdin
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 
-# curlms FILE: the median of RUNS curl-timed executions, in ms; each
-# stream must end with a completed result.
+# curlms FILE: for each server, the median of RUNS curl-timed executions
+# of FILE in ms (the servers take turns); each stream must end with a
+# completed result.
 curlms() {
 	for i in $(seq $((WARM + RUNS))); do
-		t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
-			-H 'Content-Type: application/json' --data-binary @"$1" "$base/v1/executions")
-		tail -n1 "$tmp/out" | grep -q '"status":"completed"' ||
-			{ echo "compare: $1 did not complete: $(tail -c 300 "$tmp/out")" >&2; exit 1; }
-		[ "$i" -gt "$WARM" ] && echo "$t"
-	done | awk '{ print $1 * 1000 }' | median
+		for sv in $servers; do
+			t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
+				-H 'Content-Type: application/json' --data-binary @"$1" "${url[$sv]}/v1/executions")
+			tail -n1 "$tmp/out" | grep -q '"status":"completed"' ||
+				{ echo "compare: $1 did not complete on $sv: $(tail -c 300 "$tmp/out")" >&2; exit 1; }
+			[ "$i" -gt "$WARM" ] && echo "$sv $t"
+		done
+	done >"$tmp/times"
+	for sv in $servers; do
+		awk -v sv="$sv" '$1 == sv { print $2 * 1000 }' "$tmp/times" | median
+	done
 }
 
 declare -A http
+declare -A httpbase
 for s in chain1000 fanout1000 chain10000; do
-	http[$s]=$(curlms "$tmp/$s.json")
+	mapfile -t ms < <(curlms "$tmp/$s.json")
+	if [ -n "${BASE:-}" ]; then httpbase[$s]=${ms[0]}; http[$s]=${ms[1]}; else http[$s]=${ms[0]}; fi
 done
-kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+for p in "${pids[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
+pids=()
 
 declare -A eino
 for m in $EINO_MODES; do
@@ -104,12 +136,16 @@ while read -r name ns; do inproc[$name]=$ns; done < <(
 	$GO test -run '^$' -bench 'InProcess/.*/warm' -benchtime "${RUNS}x" -count 1 ./functions/ |
 		awk '/^BenchmarkInProcess/ { split($1, p, "/"); for (i = 1; i < NF; i++) if ($(i+1) == "ns/node") print p[2], $i }')
 
-printf '\n%-12s %12s' shape 'runner ms'
+printf '\n%-12s' shape
+[ -n "${BASE:-}" ] && printf ' %12s' "$BASE ms"
+printf ' %12s' 'runner ms'
 for m in $EINO_MODES; do printf ' %14s %12s' "eino[$m] ms" "eino/runner"; done
 printf ' %14s %14s %12s\n' 'HTTP µs/node' 'engine µs/node' 'HTTP/engine'
 for s in chain1000 fanout1000 chain10000; do
 	n=${s#chain}; n=${n#fanout}
-	printf '%-12s %12.2f' "$s" "${http[$s]}"
+	printf '%-12s' "$s"
+	[ -n "${BASE:-}" ] && printf ' %12.2f' "${httpbase[$s]}"
+	printf ' %12.2f' "${http[$s]}"
 	for m in $EINO_MODES; do
 		if [ -n "${eino[$m/$s]:-}" ]; then
 			printf ' %14.2f %11.1fx' "${eino[$m/$s]}" "$(calc "${eino[$m/$s]} / ${http[$s]}")"
