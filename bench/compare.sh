@@ -3,16 +3,17 @@
 # cloudwego/eino in process, in one run (issue 21).
 #
 # It builds the local runner, starts it on a loopback port, and times with
-# curl (-w '%{time_total}') the same request RUNS times after WARM untimed
-# ones, for a chain of 1,000 set nodes, a fan-out of 1,000 and a chain of
-# 10,000 (the shapes of functions/bench_e2e_test.go; the body is the same
-# text every time, so the runner's compile caches are warm, as eino's
-# compiled graphs are). Then it runs bench/eino (a module of its own) on
-# the same shapes, and BenchmarkInProcess (functions/) for the engine
-# alone on the same documents, and prints medians and ratios:
+# curl (-w '%{time_total}') a chain of 1,000 set nodes, a fan-out of 1,000
+# and a chain of 10,000 (the shapes of functions/bench_e2e_test.go; the
+# body is the same text every time, so the runner's compile caches are
+# warm, as eino's compiled graphs are); bench/eino (a module of its own)
+# on the same shapes; and BenchmarkInProcess (functions/), the engine alone
+# on the same documents. It goes in rounds, each timing every figure once,
+# so that load from elsewhere falls on all of them alike; it prints the
+# medians over RUNS rounds after WARM untimed ones, and ratios:
 #   eino / runner    how many times faster the runner over HTTP is than eino
 #   10k / 1k         the chain's growth (linear: 10)
-#   HTTP / engine    per node, curl's time over BenchmarkInProcess's
+#   HTTP / engine    curl's time over BenchmarkInProcess's (per node alike)
 #
 # BASE=<revision> also builds that revision's runner and times it in the
 # same loop, turn about with this tree's (a before/after column).
@@ -95,46 +96,46 @@ fi
 calc() { awk "BEGIN { print $1 }"; }
 
 # median of the numbers on stdin
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 
-# curlms FILE: for each server, the median of RUNS curl-timed executions
-# of FILE in ms (the servers take turns); each stream must end with a
-# completed result.
-curlms() {
-	for i in $(seq $((WARM + RUNS))); do
+# The engine alone, in process, on the same documents: BenchmarkInProcess's
+# warm variants (the same text every iteration).
+$GO test -c -o "$tmp/functions.test" ./functions/
+
+# Rounds: in each, every shape once through each server (curl), then eino
+# and the engine in process once each, so that all the figures of a row
+# share the machine's moments; the first WARM rounds are not counted.
+# Each line of samples is "key ms".
+for i in $(seq $((WARM + RUNS))); do
+	for s in chain1000 fanout1000 chain10000; do
 		for sv in $servers; do
 			t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
-				-H 'Content-Type: application/json' --data-binary @"$1" "${url[$sv]}/v1/executions")
+				-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions")
 			tail -n1 "$tmp/out" | grep -q '"status":"completed"' ||
-				{ echo "compare: $1 did not complete on $sv: $(tail -c 300 "$tmp/out")" >&2; exit 1; }
-			[ "$i" -gt "$WARM" ] && echo "$sv $t"
+				{ echo "compare: $s did not complete on $sv: $(tail -c 300 "$tmp/out")" >&2; exit 1; }
+			echo "$i http/$sv/$s $(calc "$t * 1000")"
 		done
-	done >"$tmp/times"
-	for sv in $servers; do
-		awk -v sv="$sv" '$1 == sv { print $2 * 1000 }' "$tmp/times" | median
 	done
-}
-
-declare -A http
-declare -A httpbase
-for s in chain1000 fanout1000 chain10000; do
-	mapfile -t ms < <(curlms "$tmp/$s.json")
-	if [ -n "${BASE:-}" ]; then httpbase[$s]=${ms[0]}; http[$s]=${ms[1]}; else http[$s]=${ms[0]}; fi
-done
+	for m in $EINO_MODES; do
+		"$tmp/eino" -mode "$m" -runs 1 -warm 1 -shapes chain:1000,fanout:1000 |
+			while read -r kind n ms; do echo "$i eino/$m/$kind$n $ms"; done
+	done
+	(cd functions && "$tmp/functions.test" -test.run '^$' -test.bench 'InProcess/^(chain1000|fanout1000|chain10000)$/warm' -test.benchtime 2x) |
+		awk -v i="$i" '/^BenchmarkInProcess/ { split($1, p, "/"); n = (p[2] == "chain10000") ? 10000 : 1000
+			for (k = 1; k < NF; k++) if ($(k+1) == "ns/node") print i, "engine/" p[2], $k * n / 1e6 }'
+done | awk -v warm="$WARM" '$1 > warm { print $2, $3 }' >"$tmp/samples"
 for p in "${pids[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
 pids=()
 
-declare -A eino
-for m in $EINO_MODES; do
-	while read -r kind n ms; do eino[$m/$kind$n]=$ms; done < <("$tmp/eino" -mode "$m" -runs "$RUNS" -warm "$WARM" -shapes chain:1000,fanout:1000)
+# med KEY: the median of KEY's samples ("" when there are none).
+med() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/samples" | median; }
+declare -A http httpbase eino inproc
+for s in chain1000 fanout1000 chain10000; do
+	http[$s]=$(med "http/head/$s")
+	[ -n "${BASE:-}" ] && httpbase[$s]=$(med "http/base/$s")
+	inproc[$s]=$(med "engine/$s")
+	for m in $EINO_MODES; do eino[$m/$s]=$(med "eino/$m/$s"); done
 done
-
-# The engine alone on the same documents: ns/node of BenchmarkInProcess's
-# warm variant (the same text every iteration).
-declare -A inproc
-while read -r name ns; do inproc[$name]=$ns; done < <(
-	$GO test -run '^$' -bench 'InProcess/.*/warm' -benchtime "${RUNS}x" -count 1 ./functions/ |
-		awk '/^BenchmarkInProcess/ { split($1, p, "/"); for (i = 1; i < NF; i++) if ($(i+1) == "ns/node") print p[2], $i }')
 
 printf '\n%-12s' shape
 [ -n "${BASE:-}" ] && printf ' %12s' "$BASE ms"
@@ -155,11 +156,11 @@ for s in chain1000 fanout1000 chain10000; do
 	done
 	hn=$(calc "${http[$s]} * 1000 / $n")
 	if [ -n "${inproc[$s]:-}" ]; then
-		en=$(calc "${inproc[$s]} / 1000")
+		en=$(calc "${inproc[$s]} * 1000 / $n")
 		printf ' %14.2f %14.2f %11.2fx\n' "$hn" "$en" "$(calc "$hn / $en")"
 	else
 		printf ' %14.2f %14s %12s\n' "$hn" - -
 	fi
 done
 printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(calc "${http[chain10000]} / ${http[chain1000]}")"
-echo "(medians of $RUNS runs after $WARM warm-up; eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"
+echo "(medians of $RUNS rounds after $WARM warm-up rounds, each round every figure once; eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"
