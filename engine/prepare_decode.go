@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"unicode/utf8"
 )
 
@@ -201,6 +202,20 @@ func nodeFromValue(v any) nodeDoc {
 	}
 	n.derive()
 	return n
+}
+
+// parseNodes reads a sub-graph's nodes (a map node's with.nodes), already
+// checked with the document.
+func parseNodes(v any) ([]nodeDoc, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s, want an array of nodes", jsonTypeOf(v))
+	}
+	nodes := make([]nodeDoc, len(a))
+	for i, e := range a {
+		nodes[i] = nodeFromValue(e)
+	}
+	return nodes, nil
 }
 
 func retryPolicy(m map[string]any) *RetryPolicy {

@@ -8,7 +8,7 @@ import (
 )
 
 // santhosh-tekuri/jsonschema is the oracle of the tests that hold the
-// hand-written document checks (docschema.go) to docs/workflow.schema.json:
+// hand-written document checks (prepare_check*.go) to docs/workflow.schema.json:
 // a test-only import, not in the product (requests' own schemas are
 // compiled by engine/schema).
 

@@ -1,5 +1,9 @@
 package engine
 
+// Prepare, stage 3: the graph. A document's nodes (or a map's sub-graph)
+// become a graph: ids indexed, needs resolved, cycles refused, dependents
+// and sinks listed, and the reachability the expression scopes ask of it.
+
 import (
 	"fmt"
 	"slices"
@@ -52,22 +56,11 @@ type node struct {
 	inline bool
 }
 
-// statelessOnly names node types of the full language that need server
-// services a stateless runner does not have.
-var statelessOnly = map[string]string{
-	"wait":         "the server's checkpoint service",
-	"sleep":        "the server's checkpoint service",
-	"approval":     "the server's checkpoint service (human approval)",
-	"checkpoint":   "the server's checkpoint service",
-	"value.get":    "the server's persistent-value service",
-	"value.set":    "the server's persistent-value service",
-	"value.delete": "the server's persistent-value service",
-	"value.list":   "the server's persistent-value service",
-}
-
-// compileGraph checks and compiles nodes found at path. outer is the scope of
-// the enclosing node for a map's sub-graph (nil at top level).
-func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item bool) *graph {
+// buildGraph makes the graph of nodes found at path: ids indexed, needs
+// resolved to indexes, cycles refused (nil), dependents and sinks listed.
+// Its nodes are compiled after (prepare_compile.go), in the scopes the
+// graph gives them.
+func (p *prep) buildGraph(path string, docs []nodeDoc) *graph {
 	g := &graph{index: make(map[string]int, len(docs))}
 	for i, nd := range docs {
 		if j, dup := g.index[nd.ID]; dup {
@@ -143,16 +136,10 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item
 			n.dependent = dependents[ends[k]:end:end]
 		}
 	}
-	// Every node's scope and compiler, in one allocation for the graph.
-	preps := make([]nodePrep, len(g.nodes))
 	for i, n := range g.nodes {
 		if len(n.dependent) == 0 {
 			g.sinks = append(g.sinks, i)
 		}
-		p.compileNode(g, i, &docs[i], &preps[i], outer, item)
-	}
-	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes {
-		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
 	}
 	return g
 }
@@ -176,47 +163,6 @@ func nodePaths(path string, n int) []string {
 		start = end
 	}
 	return paths
-}
-
-// nodePrep is what compiling a node keeps: its scope, and the compiler
-// that holds it for as long as either lives.
-type nodePrep struct {
-	sc lang.Scope
-	c  Compiler
-}
-
-func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *lang.Scope, item bool) {
-	n := g.nodes[i]
-	np.sc = lang.Scope{
-		Tally:     &p.tally,
-		Input:     p.input,
-		Visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.Visible(id) },
-		Ancestors: func() []string { return g.ancestorIDs(i, outer) },
-		Item:      item,
-	}
-	sc := &np.sc
-	if nd.When != "" {
-		n.when = lang.CompileWhen(n.path+".when", nd.When, sc, p.d)
-	}
-	if reason, ok := statelessOnly[nd.Type]; ok {
-		p.d.add(n.path+".type", "node %q: type %q needs %s, which this stateless runner does not have", nd.ID, nd.Type, reason)
-		return
-	}
-	kind, ok := p.e.kinds[nd.Type]
-	if !ok {
-		p.d.add(n.path+".type", "node %q: unknown node type %q (this runner runs %s)", nd.ID, nd.Type, strings.Join(p.e.NodeTypes(), ", "))
-		return
-	}
-	np.c = Compiler{p: p, g: g, n: n, doc: nd, sc: sc}
-	c := &np.c
-	n.step = kind.Prepare(c)
-	if cs, ok := n.step.(composite); ok {
-		n.inner = cs
-	}
-	n.inline = n.inlineable()
-	if n.dynamic || n.when != nil && n.when.Dynamic() {
-		n.ancestors = sc.Ancestors
-	}
 }
 
 func (g *graph) has(id string) bool {

@@ -17,7 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// The hand-written document checks (docschema.go) and the published
+// The hand-written document checks (prepare_check*.go) and the published
 // schema (docs/workflow.schema.json, run by the JSON Schema library) must
 // agree: same decision, same details (paths and messages, in order), same
 // paths covered for the later checks.

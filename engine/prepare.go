@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/permission"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Prepare runs its stages in order, each owned by one file:
+//
+//  1. decode (prepare_decode.go): the document's text into a document and
+//     its nodes, in the pass that reads the request body;
+//  2. check (prepare_check.go): the rules of docs/workflow.schema.json;
+//  3. graph (prepare_graph.go): ids, needs, cycles, dependents;
+//  4. compile (prepare_compile.go): each node's when and with, through
+//     engine/lang and the node's Kind; the input schema and the output;
+//  5. input (prepare_input.go): the request's input against the schema.
+//
+// Preflight (gate.go) follows acceptance, in Execution.Run.
+
+// prep is the state of one Prepare.
+type prep struct {
+	e           *Engine
+	req         *protocol.ExecutionRequest
+	d           *detailList
+	secretNames map[string]bool
+	childDocs   map[string]*document
+	children    map[string]*graph
+	nodes       int
+	svc         prepServices
+	limits      Limits           // the engine's, defaults applied
+	input       *lang.InputShape // the input schema of the document being compiled
+	fanout      bool             // a map distributes (with.distribute)
+	tally       lang.Tally       // expressions compiled, against maxExpressions
+}
+
+// Prepare checks an execution request before acceptance. The error is a
+// *protocol.Invalid listing every problem with its path. PrepareBody also
+// checks the body's structure (duplicate keys, nesting).
+func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
+	d := &detailList{}
+	x := e.prepare(req, d, true)
+	if err := d.err(); err != nil {
+		x.discard()
+		return nil, err
+	}
+	return x, nil
+}
+
+// prepare runs every check of req, recording problems in d, and returns the
+// execution as far as it could be built (nil when no workflow was found).
+func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInput bool) *Execution {
+	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
+	p.tally.Max = p.limits.MaxExpressions
+	for name := range req.Runtime.HTTP.Secrets {
+		p.secretNames[name] = true
+	}
+	var doc *document
+	if dd, ok := req.WorkflowValue.(*document); ok {
+		doc = checkDocument("workflow", dd, d)
+	} else if req.Workflow != nil {
+		doc = parseDocument("workflow", req.Workflow, d)
+	}
+	for i, raw := range req.Runtime.Workflows {
+		path := fmt.Sprintf("runtime.workflows[%d]", i)
+		cd := parseDocument(path, raw, d)
+		switch {
+		case cd == nil:
+		case cd.ID == "":
+			d.add(path+".id", "required: child workflows are called by id")
+		case p.childDocs[cd.ID] != nil:
+			d.add(path+".id", "duplicate child workflow id %q", cd.ID)
+		default:
+			p.childDocs[cd.ID] = cd
+		}
+	}
+	decider, err := permission.New(permission.Config{
+		Permissions:      req.Permissions,
+		ToolPolicies:     req.ToolPolicies,
+		Grants:           req.Authorization.Grants,
+		ConsentAvailable: req.ConsentAvailable,
+	})
+	d.addErr("", err)
+	p.prepareServices()
+	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http, limits: p.limits}
+	defer func() { x.fanout = p.fanout }()
+	if doc == nil {
+		return x
+	}
+	x.g = p.compileDocument("workflow", doc)
+	for _, id := range sortedKeys(p.childDocs) {
+		if p.children[id] == nil {
+			p.children[id] = p.compileDocument(childPath(req, id), p.childDocs[id])
+		}
+	}
+	if x.g != nil && withInput {
+		x.input = p.checkInput(x.g, req.Input)
+	}
+	if d.len() > 0 {
+		return x
+	}
+	x.secretValues = make(map[string]any, len(req.Runtime.HTTP.Secrets))
+	for name, s := range req.Runtime.HTTP.Secrets {
+		x.secretValues[name] = s.Value
+	}
+	// The deployment's model keys too: a provider may echo them, and the
+	// table serves every execution that brings no runtime.models.
+	x.redact = newScrubber(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
+	return x
+}
+
+// discard releases what an execution that will not run holds.
+func (x *Execution) discard() {
+	if x != nil && x.http != nil {
+		x.http.Close()
+	}
+}
+
+func childPath(req *protocol.ExecutionRequest, id string) string {
+	for i, raw := range req.Runtime.Workflows {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &head) == nil && head.ID == id {
+			return fmt.Sprintf("runtime.workflows[%d]", i)
+		}
+	}
+	return "runtime.workflows"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// secretsOf lists every secret value a request carries: HTTP secrets, model
+// API keys and headers, toolset headers.
+func secretsOf(req *protocol.ExecutionRequest) []string {
+	var out []string
+	for _, s := range req.Runtime.HTTP.Secrets {
+		out = append(out, s.Value)
+	}
+	for _, m := range req.Runtime.Models {
+		out = append(out, m.APIKey)
+		for _, v := range m.Headers {
+			out = append(out, v)
+		}
+	}
+	for _, t := range req.Runtime.Toolsets {
+		for _, v := range t.Headers {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseDocument decodes raw (stage 1) and checks it against the rules of
+// the workflow schema (stage 2). path is where the document sits in the request
+// ("workflow", "runtime.workflows[2]"). A document that breaks a rule is
+// still returned as far as it goes, so that the graph, expressions and
+// input can be checked too; nil means there is nothing to check.
+func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
+	doc, err := decodeDocument(raw)
+	if err != nil {
+		d.add(path, "malformed JSON: %v", err)
+		return nil
+	}
+	return checkDocument(path, doc, d)
+}

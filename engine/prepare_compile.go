@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Prepare, stage 4: compile. Each document's graph (prepare_graph.go) has
+// its nodes compiled in the scopes the graph gives them: when through
+// engine/lang, then the node's Kind.Prepare with a Compiler (kind.go),
+// which compiles its with; then the document's input schema and output.
+
+// compileDocument compiles a top-level or child workflow document.
+func (p *prep) compileDocument(path string, doc *document) *graph {
+	// Expressions are checked against this document's input schema; a
+	// child workflow compiled meanwhile has its own.
+	defer func(saved *lang.InputShape) { p.input = saved }(p.input)
+	p.input = nil
+	if len(doc.Input) <= p.limits.MaxSchemaBytes {
+		p.input = lang.NewInputShape(doc.Input)
+	}
+	g := p.compileGraph(path+".nodes", doc.Nodes, nil, false)
+	if g == nil {
+		return nil
+	}
+	g.id = doc.ID
+	if len(doc.Input) > 0 && string(doc.Input) != "null" && p.schemaWithinLimits(path+".input", doc.Input) {
+		var err error
+		if g.inputSchema, err = compileSchemaText(doc.Input); err != nil {
+			schemaErrors(path+".input", err, p.d)
+		}
+	}
+	if doc.has&hasOutput != 0 {
+		var v any
+		_ = json.Unmarshal(doc.Output, &v)
+		all := make([]string, len(g.nodes))
+		for i, n := range g.nodes {
+			all[i] = n.id
+		}
+		sc := &lang.Scope{Visible: g.has, Ancestors: func() []string { return all }, Input: p.input, Tally: &p.tally}
+		g.output = lang.CompileTemplate(path+".output", v, sc, p.d)
+		g.hasOutput = true
+	}
+	return g
+}
+
+// schemaWithinLimits refuses an input schema over maxSchemaBytes or nested
+// deeper than maxSchemaDepth before it is compiled: compiling costs more
+// than the schema's size.
+func (p *prep) schemaWithinLimits(path string, raw []byte) bool {
+	l := p.limits
+	if l.MaxSchemaBytes > 0 && len(raw) > l.MaxSchemaBytes {
+		p.d.add(path, "the input schema is %d bytes, over maxSchemaBytes (%d)", len(raw), l.MaxSchemaBytes)
+		return false
+	}
+	err := protocol.CheckStructure(raw, l.MaxSchemaDepth)
+	var inv *protocol.Invalid
+	if errors.As(err, &inv) {
+		for _, det := range inv.Details {
+			sub := path
+			if det.Path != "" {
+				sub += "." + det.Path
+			}
+			p.d.add(sub, "%s", strings.Replace(det.Message, "maxDepth", "maxSchemaDepth", 1))
+		}
+		return false
+	}
+	return err == nil
+}
+
+// compileGraph makes the graph of nodes found at path and compiles them.
+// outer is the scope of the enclosing node for a map's sub-graph (nil at
+// top level); item says its expressions may read item.
+func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item bool) *graph {
+	g := p.buildGraph(path, docs)
+	if g == nil {
+		return nil
+	}
+	// Every node's scope and compiler, in one allocation for the graph.
+	preps := make([]nodePrep, len(g.nodes))
+	for i := range g.nodes {
+		p.compileNode(g, i, &docs[i], &preps[i], outer, item)
+	}
+	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes {
+		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
+	}
+	return g
+}
+
+// statelessOnly names node types of the full language that need server
+// services a stateless runner does not have.
+var statelessOnly = map[string]string{
+	"wait":         "the server's checkpoint service",
+	"sleep":        "the server's checkpoint service",
+	"approval":     "the server's checkpoint service (human approval)",
+	"checkpoint":   "the server's checkpoint service",
+	"value.get":    "the server's persistent-value service",
+	"value.set":    "the server's persistent-value service",
+	"value.delete": "the server's persistent-value service",
+	"value.list":   "the server's persistent-value service",
+}
+
+// nodePrep is what compiling a node keeps: its scope, and the compiler
+// that holds it for as long as either lives.
+type nodePrep struct {
+	sc lang.Scope
+	c  Compiler
+}
+
+func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *lang.Scope, item bool) {
+	n := g.nodes[i]
+	np.sc = lang.Scope{
+		Tally:     &p.tally,
+		Input:     p.input,
+		Visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.Visible(id) },
+		Ancestors: func() []string { return g.ancestorIDs(i, outer) },
+		Item:      item,
+	}
+	sc := &np.sc
+	if nd.When != "" {
+		n.when = lang.CompileWhen(n.path+".when", nd.When, sc, p.d)
+	}
+	if reason, ok := statelessOnly[nd.Type]; ok {
+		p.d.add(n.path+".type", "node %q: type %q needs %s, which this stateless runner does not have", nd.ID, nd.Type, reason)
+		return
+	}
+	kind, ok := p.e.kinds[nd.Type]
+	if !ok {
+		p.d.add(n.path+".type", "node %q: unknown node type %q (this runner runs %s)", nd.ID, nd.Type, strings.Join(p.e.NodeTypes(), ", "))
+		return
+	}
+	np.c = Compiler{p: p, g: g, n: n, doc: nd, sc: sc}
+	c := &np.c
+	n.step = kind.Prepare(c)
+	if cs, ok := n.step.(composite); ok {
+		n.inner = cs
+	}
+	n.inline = n.inlineable()
+	if n.dynamic || n.when != nil && n.when.Dynamic() {
+		n.ancestors = sc.Ancestors
+	}
+}
