@@ -207,6 +207,20 @@ func TestSchemaHostile(t *testing.T) {
 		{"pattern too large", `{"pattern":"((a{1000}){1000}){1000}"}`, `"a"`, "not a regular expression"},
 		{"uniqueItems on a big array", `{"uniqueItems":true}`, list(100000, func(i int) string { return fmt.Sprintf(`{"a":[%d]}`, i) }), ""},
 		{"uniqueItems on a big array, a repeat", `{"uniqueItems":true}`, list(100000, func(i int) string { return fmt.Sprintf(`{"a":[%d]}`, i%99999) }), "items must be unique"},
+		{"keyword in another case", `{"$Ref":"#"}`, `1`, "keywords are case-sensitive"},
+		{"wide schema, every member failing", "{\"properties\":{" + strings.Join(func() []string {
+			members := make([]string, 10000)
+			for i := range members {
+				members[i] = fmt.Sprintf(`"a%d":{"type":"string"}`, i)
+			}
+			return members
+		}(), ",") + "}}", "{" + strings.Join(func() []string {
+			members := make([]string, 10000)
+			for i := range members {
+				members[i] = fmt.Sprintf(`"a%d":1`, i)
+			}
+			return members
+		}(), ",") + "}", "got integer, want string"},
 		{"many failing members", `{"additionalProperties":{"type":"string"}}`, "{" + strings.Join(func() []string {
 			members := make([]string, 5000)
 			for i := range members {

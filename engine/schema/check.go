@@ -118,11 +118,14 @@ func (c *checker) fail(toks []string, format string, args ...any) {
 	}
 }
 
+var pointerEscape = strings.NewReplacer("~", "~0", "/", "~1")
+
+// pointer is the JSON pointer of toks.
 func pointer(toks []string) string {
 	var b strings.Builder
 	for _, t := range toks {
 		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+		b.WriteString(pointerEscape.Replace(t))
 	}
 	return b.String()
 }

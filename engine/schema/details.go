@@ -132,6 +132,10 @@ func (d *detailer) leaf(loc, members []string, format string, args ...any) {
 	}
 }
 
+// full reports whether the leaves reached maxLeaves: the rest is not
+// looked for.
+func (d *detailer) full() bool { return len(d.leaves) >= maxLeaves }
+
 // sub returns the node at n's pointer extended by toks.
 func (d *detailer) sub(n *node, toks ...string) (int, bool) {
 	i, ok := d.s.byPtr[n.ptr+pointer(toks)]
@@ -140,7 +144,7 @@ func (d *detailer) sub(n *node, toks ...string) (int, bool) {
 
 // report adds the leaves of v failing subschema i (err is that failure).
 func (d *detailer) report(i int, v any, loc []string, err error) {
-	if len(d.leaves) >= maxLeaves {
+	if d.full() {
 		return
 	}
 	s, n := d.s, d.s.nodes[i]
@@ -277,6 +281,9 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 	closed := obj["additionalProperties"] == false
 	var extra []string
 	for _, name := range sortedKeys(m) {
+		if d.full() {
+			return
+		}
 		at := append(slices.Clip(loc), name)
 		try := func(toks ...string) {
 			if j, ok := d.sub(n, toks...); ok {
@@ -322,6 +329,9 @@ func (d *detailer) items(n *node, obj map[string]any, arr []any, loc []string) {
 	prefix, _ := obj["prefixItems"].([]any)
 	_, hasItems := obj["items"]
 	for x, e := range arr {
+		if d.full() {
+			return
+		}
 		var j int
 		var ok bool
 		switch {
