@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -41,17 +42,28 @@ import (
 // A distributed map's batch (engine.BatchEventField) is answered first, by
 // eng, before any HTTP event kind is considered.
 func serveLambda(ctx context.Context, h http.Handler, eng *engine.Engine, cfg config.Config, logger *slog.Logger, tr *telemetry.Tracing) error {
+	inv := lambdaInvoker(h, eng, cfg, logger, tr)
+	logger.Info("serving Lambda invocations", "mode", cfg.LambdaMode, "version", version)
+	// No WithEnableSIGTERM: it registers an extension at every cold start
+	// (time), and the runner keeps nothing that a shutdown would lose.
+	lambda.StartWithOptions(inv.invoke, lambda.WithContext(ctx))
+	return errors.New("the Lambda runtime loop ended")
+}
+
+// lambdaInvoker is serveLambda's handler of events. With tracing, its
+// first invocation has main watch for SIGTERM, at which the last spans are
+// flushed (main.go, watchSignals); never during INIT.
+func lambdaInvoker(h http.Handler, eng *engine.Engine, cfg config.Config, logger *slog.Logger, tr *telemetry.Tracing) *invoker {
 	var flush func(context.Context) error
 	if tr != nil {
 		flush = tr.Flush
 	}
 	inv := newInvoker(h, cfg.LambdaMode, logger, flush)
 	inv.batches = eng
-	logger.Info("serving Lambda invocations", "mode", cfg.LambdaMode, "version", version)
-	// No WithEnableSIGTERM: it registers an extension at every cold start
-	// (time), and the runner keeps nothing that a shutdown would lose.
-	lambda.StartWithOptions(inv.invoke, lambda.WithContext(ctx))
-	return errors.New("the Lambda runtime loop ended")
+	if tr != nil {
+		inv.firstInvoke = sync.OnceFunc(watchSignals)
+	}
+	return inv
 }
 
 // eventKind is how an invocation is answered.
@@ -127,6 +139,9 @@ type invoker struct {
 	alb    *httpadapter.HandlerAdapterALB
 	// batches runs distributed maps' batches; nil refuses them.
 	batches *engine.Engine
+	// firstInvoke, when not nil, runs at the start of every invocation
+	// (a sync.OnceFunc: the work is done at the first).
+	firstInvoke func()
 }
 
 // newInvoker returns the handler of Lambda events for h. flush, when not
@@ -154,6 +169,9 @@ func (inv *invoker) invoke(ctx context.Context, raw json.RawMessage) (resp any, 
 			resp, err = nil, errors.New("internal error")
 		}
 	}()
+	if inv.firstInvoke != nil {
+		inv.firstInvoke()
+	}
 	kind, err := eventKindOf(raw, inv.mode)
 	if err != nil {
 		inv.logger.WarnContext(ctx, "unsupported Lambda event", "err", err)
