@@ -75,7 +75,7 @@ serve() {
 	RUNNER_TOKENS=$token RUNNER_ADDR=127.0.0.1:0 "$2" >"$tmp/$1.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 100); do
-		url[$1]=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/$1.log" | head -1 || true)
+		url[$1]=$(grep -so 'http://127\.0\.0\.1:[0-9]*' "$tmp/$1.log" | head -1 || true)
 		[ -n "${url[$1]}" ] && return
 		sleep 0.1
 	done
