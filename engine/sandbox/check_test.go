@@ -58,8 +58,10 @@ func TestCheckHostileNesting(t *testing.T) {
 		took := time.Since(start)
 		runtime.ReadMemStats(&after)
 		t.Logf("%q…: %v, stack from the OS %d -> %d bytes", code[:8], took, before.StackSys, after.StackSys)
-		if took > time.Second {
-			t.Errorf("%q…: %v", code[:8], took)
+		// About 0.1-0.2 s here on a loaded machine; the race detector
+		// makes the parser's recursion several times slower.
+		if bound := checkBound(); took > bound {
+			t.Errorf("%q…: %v, over %v", code[:8], took, bound)
 		}
 		if after.StackSys > 64<<20 {
 			t.Errorf("%q…: the stack grew to %d bytes", code[:8], after.StackSys)
@@ -82,4 +84,11 @@ func FuzzCheck(f *testing.F) {
 			t.Errorf("Check(%q) locates line %d of %d", code, err.Line, lines)
 		}
 	})
+}
+
+func checkBound() time.Duration {
+	if raceEnabled {
+		return 3 * time.Second
+	}
+	return time.Second
 }
