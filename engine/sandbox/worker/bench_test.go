@@ -53,11 +53,11 @@ func BenchmarkEvalInProcess(b *testing.B) {
 	}
 }
 
-// benchBinary is the worker the benchmarks start: the runner's bootstrap
-// when RUNNER_TEST_BOOTSTRAP names one (make test and bench-lambda build
+// benchBinary is the worker the benchmarks start: the codeworker command
+// when RUNNER_TEST_CODE_WORKER names one (make test and bench-lambda build
 // it: the process Lambda would start), else this test binary.
 func benchBinary() string {
-	if p := os.Getenv("RUNNER_TEST_BOOTSTRAP"); p != "" {
+	if p := os.Getenv("RUNNER_TEST_CODE_WORKER"); p != "" {
 		return p
 	}
 	return testBinary()

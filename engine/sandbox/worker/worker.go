@@ -1,8 +1,10 @@
-// Package worker is the sandbox worker: the runner's binary started with
-// sandbox.WorkerArg evaluates code nodes' JavaScript with goja, one request
-// at a time, read from stdin and answered on stdout (engine/sandbox's
-// frames). It links the JavaScript engine; only the runner's main package
-// (and tests that need a worker) import it.
+// Package worker is the sandbox worker: the codeworker command
+// (functions/codeworker), started by engine/sandbox's Pool with
+// sandbox.WorkerArg, evaluates code nodes' JavaScript with goja, one
+// request at a time, read from stdin and answered on stdout (engine/sandbox's
+// frames). It links the JavaScript engine; only that command (and tests
+// whose binary serves as the worker) import it, never the runner's
+// bootstrap.
 //
 // Before goja allocates anything the worker caps its own memory with the
 // kernel (RLIMIT_DATA: the writable mappings it may add beyond those it
