@@ -38,7 +38,7 @@ func TestHostileDecodeNumbers(t *testing.T) {
 // A huge but valid timeoutMs is clamped to what a duration holds, not
 // wrapped to a negative one.
 func TestHostileDecodeHugeTimeout(t *testing.T) {
-	doc, err := decodeDocument([]byte(`{"nodes":[{"id":"a","type":"set","timeoutMs":1e30}]}`))
+	doc, err := decodeDocument([]byte(`{"nodes":[{"id":"a","type":"set","timeoutMs":1e30}]}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

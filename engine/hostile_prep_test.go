@@ -87,6 +87,16 @@ func TestHostilePrepare(t *testing.T) {
 			path: "workflow.nodes[0].id", message: "duplicate key", within: time.Second},
 		{name: "duplicate in runtime", body: `{"version":1,"workflow":{"nodes":[]},"runtime":{"http":{"policy":{"allowHosts":["a"],"allowHosts":["*"]}}}}`,
 			path: "runtime.http.policy.allowHosts", message: "duplicate key", within: time.Second},
+		{name: "6 MB of empty nodes", body: `{"version":1,"workflow":{"nodes":[{}` + strings.Repeat(`,{}`, 2_000_000) + `]}}`,
+			path: "workflow.nodes", message: "more than maxNodes (10000) nodes", within: maxNodesWithin},
+		{name: "6 MB of nodes that are not objects", body: `{"version":1,"workflow":{"nodes":[1` + strings.Repeat(`,1`, 3_000_000) + `]}}`,
+			path: "workflow.nodes", message: "more than maxNodes (10000) nodes", within: maxNodesWithin},
+		{name: "6 MB of empty nodes in a map's sub-graph", body: `{"version":1,"workflow":{"nodes":[{"id":"m","type":"map","with":{"items":[],"nodes":[{}` + strings.Repeat(`,{}`, 2_000_000) + `]}}]}}`,
+			path: "workflow.nodes", message: "more than maxNodes (10000) nodes", within: maxNodesWithin},
+		{name: "empty nodes nested in sub-graphs", body: `{"version":1,"workflow":{"nodes":[{"id":"m","type":"map","with":{"items":[],"nodes":[{"id":"n","type":"map","with":{"items":[],"nodes":[{}` + strings.Repeat(`,{}`, 1_000_000) + `]}}]}}]}}`,
+			path: "workflow.nodes", message: "more than maxNodes (10000) nodes", within: maxNodesWithin},
+		{name: "6 MB of empty nodes in a child workflow", body: `{"version":1,"workflow":{"nodes":[]},"runtime":{"workflows":[{"id":"c","nodes":[{}` + strings.Repeat(`,{}`, 2_000_000) + `]}]}}`,
+			path: "runtime.workflows[0].nodes", message: "more than maxNodes (10000) nodes", within: maxNodesWithin},
 		{name: "300,000 duplicate keys", body: `{"version":1,"workflow":{"nodes":[]},"input":{"a":1` + strings.Repeat(`,"a":1`, 300_000) + `}}`,
 			path: "input.a", message: "duplicate key \"a\"", within: 5 * time.Second},
 		{name: "duplicate in input", body: `{"version":1,"workflow":{"nodes":[]},"input":[{"a":{"b":1,"b":1}}]}`,
@@ -134,6 +144,11 @@ func TestHostilePrepare(t *testing.T) {
 		})
 	}
 }
+
+// maxNodesWithin bounds preparing the 6 MB bodies of too many nodes: a
+// second or so on a quiet machine, many times that under -race on a
+// loaded one (93 s before the decode stopped at maxNodes).
+var maxNodesWithin = map[bool]time.Duration{false: 5 * time.Second, true: 30 * time.Second}[raceDetector]
 
 // prepAllocated returns the peak growth of the live heap while f runs,
 // sampled every millisecond (and at the end, with f's results still held).

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -63,11 +64,11 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 	if dd, ok := req.WorkflowValue.(*document); ok {
 		doc = checkDocument("workflow", dd, d)
 	} else if req.Workflow != nil {
-		doc = parseDocument("workflow", req.Workflow, d)
+		doc = parseDocument("workflow", req.Workflow, p.limits.MaxNodes, d)
 	}
 	for i, raw := range req.Runtime.Workflows {
 		path := fmt.Sprintf("runtime.workflows[%d]", i)
-		cd := parseDocument(path, raw, d)
+		cd := parseDocument(path, raw, p.limits.MaxNodes, d)
 		switch {
 		case cd == nil:
 		case cd.ID == "":
@@ -167,8 +168,12 @@ func secretsOf(req *protocol.ExecutionRequest) []string {
 // ("workflow", "runtime.workflows[2]"). A document that breaks a rule is
 // still returned as far as it goes, so that the graph, expressions and
 // input can be checked too; nil means there is nothing to check.
-func parseDocument(path string, raw json.RawMessage, d *detailList) *document {
-	doc, err := decodeDocument(raw)
+func parseDocument(path string, raw json.RawMessage, maxNodes int, d *detailList) *document {
+	doc, err := decodeDocument(raw, maxNodes)
+	if errors.Is(err, errTooManyNodes) {
+		d.add(path+".nodes", "the workflow has more than maxNodes (%d) nodes", maxNodes)
+		return nil
+	}
 	if err != nil {
 		d.add(path, "malformed JSON: %v", err)
 		return nil

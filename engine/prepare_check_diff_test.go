@@ -77,7 +77,7 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own dsOutcome, ok boo
 	if err != nil {
 		return true, lib, own, false
 	}
-	doc, err := decodeDocument(raw)
+	doc, err := decodeDocument(raw, 0)
 	if err != nil {
 		t.Fatalf("library decodes %s, decodeDocument does not: %v", raw, err)
 	}
@@ -309,7 +309,7 @@ func TestDocSchemaCatchesDisagreement(t *testing.T) {
 	if !ok || !agree || len(lib.details) != 1 || !strings.Contains(own.details[0], "workflow.nodes[0].timeoutMs: minimum") {
 		t.Fatalf("agree=%v lib=%q own=%q", agree, lib.details, own.details)
 	}
-	valid, err := decodeDocument([]byte(`{"nodes":[]}`))
+	valid, err := decodeDocument([]byte(`{"nodes":[]}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -239,16 +239,21 @@ func retryPolicy(m map[string]any) *RetryPolicy {
 // the workflow object's text, JSON already checked, and nesting deeper
 // than maxDepth (the body's cap, counted from the document) is left to the
 // ordinary read, which reports it.
-func workflowDecoder(maxDepth int) func(raw []byte) (any, error) {
+// A document of more than maxNodes nodes, sub-graphs included, is an
+// errTooManyNodes, found once the limit is passed.
+func workflowDecoder(maxDepth, maxNodes int) func(raw []byte) (any, error) {
 	return func(raw []byte) (any, error) {
-		d := docDecoder{data: raw, maxDepth: maxDepth}
+		d := docDecoder{data: raw, maxDepth: maxDepth, maxNodes: maxNodes}
 		return d.document()
 	}
 }
 
 // decodeDocument decodes a workflow document's text (a child workflow, a
-// body the one pass did not take). An error says raw is not JSON.
-func decodeDocument(raw []byte) (*document, error) {
+// body the one pass did not take). An error says raw is not JSON, or
+// (errTooManyNodes) that it holds more than maxNodes nodes (0: no limit),
+// sub-graphs included: decoding stops there, so that a 6 MB body of empty
+// nodes costs what maxNodes of them do.
+func decodeDocument(raw []byte, maxNodes int) (*document, error) {
 	if !json.Valid(raw) {
 		var v any
 		err := json.Unmarshal(raw, &v)
@@ -257,7 +262,7 @@ func decodeDocument(raw []byte) (*document, error) {
 		}
 		return nil, err
 	}
-	d := docDecoder{data: raw, maxDepth: maxDecodeDepth}
+	d := docDecoder{data: raw, maxDepth: maxDecodeDepth, maxNodes: maxNodes}
 	return d.document()
 }
 
@@ -265,15 +270,20 @@ func decodeDocument(raw []byte) (*document, error) {
 // which checked the text before, refuses deeper nesting too.
 const maxDecodeDepth = 10_000
 
-var errDecode = errors.New("malformed JSON")
+var (
+	errDecode       = errors.New("malformed JSON")
+	errTooManyNodes = errors.New("too many nodes")
+)
 
 // docDecoder reads a document from valid JSON text. It still checks every
 // step, so that text that is not JSON gives an error, never a panic.
 type docDecoder struct {
-	data     []byte
-	pos      int
-	depth    int
-	maxDepth int // 0: maxDecodeDepth
+	data      []byte
+	pos       int
+	depth     int
+	maxDepth  int // 0: maxDecodeDepth
+	maxNodes  int // 0: no limit
+	nodeCount int
 	// needs is where the nodes' needs are cut from, a segment each.
 	needs []string
 }
@@ -350,6 +360,9 @@ func (d *docDecoder) document() (*document, error) {
 func (d *docDecoder) nodes(doc *document) error {
 	doc.Nodes = doc.Nodes[:0]
 	return d.array(func() error {
+		if err := d.countNode(); err != nil {
+			return err
+		}
 		doc.Nodes = append(doc.Nodes, nodeDoc{})
 		n := &doc.Nodes[len(doc.Nodes)-1]
 		if d.peek() != '{' {
@@ -404,7 +417,7 @@ func (d *docDecoder) node(n *nodeDoc) error {
 			if d.peek() != '{' {
 				break
 			}
-			v, err := d.value()
+			v, err := d.valueIn(inWith)
 			if err != nil {
 				return err
 			}
@@ -519,14 +532,41 @@ func internKey(b []byte) string {
 	return string(b)
 }
 
+// countNode counts one more node against maxNodes.
+func (d *docDecoder) countNode() error {
+	if d.nodeCount++; d.maxNodes > 0 && d.nodeCount > d.maxNodes {
+		return errTooManyNodes
+	}
+	return nil
+}
+
+// Where a value decoded as a generic value sits, for counting the nodes
+// of sub-graphs (a with's nodes, their nodes' with, and so on).
+const (
+	inValue = iota
+	inWith
+	inNodes
+	inNode
+)
+
 // value decodes any JSON value: objects as map[string]any, arrays as
 // []any, numbers as json.Number, as encoding/json with UseNumber does.
-func (d *docDecoder) value() (any, error) {
+func (d *docDecoder) value() (any, error) { return d.valueIn(inValue) }
+
+// valueIn is value for a value at where (inValue and the rest).
+func (d *docDecoder) valueIn(where int) (any, error) {
 	switch d.peek() {
 	case '{':
 		m := map[string]any{}
 		err := d.object(func(key []byte) error {
-			v, err := d.value()
+			in := inValue
+			switch {
+			case where == inWith && string(key) == "nodes":
+				in = inNodes
+			case where == inNode && string(key) == "with":
+				in = inWith
+			}
+			v, err := d.valueIn(in)
 			m[internKey(key)] = v
 			return err
 		})
@@ -534,7 +574,14 @@ func (d *docDecoder) value() (any, error) {
 	case '[':
 		a := []any{}
 		err := d.array(func() error {
-			v, err := d.value()
+			in := inValue
+			if where == inNodes {
+				if err := d.countNode(); err != nil {
+					return err
+				}
+				in = inNode
+			}
+			v, err := d.valueIn(in)
 			a = append(a, v)
 			return err
 		})

@@ -108,7 +108,7 @@ func normalize(doc *document) {
 
 func checkDecodeAgrees(t *testing.T, raw []byte) {
 	t.Helper()
-	got, err := decodeDocument(raw)
+	got, err := decodeDocument(raw, 0)
 	if !json.Valid(raw) {
 		if err == nil {
 			t.Fatalf("%.200q is not JSON, decoded", raw)
@@ -142,7 +142,7 @@ func TestDecodeDocumentRefuses(t *testing.T) {
 		``, `{`, `{"nodes":[}`, `{"nodes":[{"id":"a",}]}`, `{"a":tru}`, `{"a":"x`, `{"a":1}}`,
 		`{"a":"` + "\x01" + `"}`, `{"a":-}`, `{"a" 1}`, `{"a":[1 2]}`, `{"a":"\q"}`, `{1:2}`,
 	} {
-		if _, err := decodeDocument([]byte(raw)); err == nil {
+		if _, err := decodeDocument([]byte(raw), 0); err == nil {
 			t.Errorf("%q decoded", raw)
 		}
 		func() {
@@ -151,7 +151,7 @@ func TestDecodeDocumentRefuses(t *testing.T) {
 					t.Errorf("%q: the hook panicked: %v", raw, r)
 				}
 			}()
-			_, _ = workflowDecoder(128)([]byte(raw))
+			_, _ = workflowDecoder(128, 0)([]byte(raw))
 		}()
 	}
 }
@@ -160,7 +160,7 @@ func TestDecodeDocumentRefuses(t *testing.T) {
 // read, which names it.
 func TestDecodeHookDepth(t *testing.T) {
 	deep := `{"nodes":[{"id":"a","type":"set","with":{"value":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}]}`
-	if _, err := workflowDecoder(128)([]byte(deep)); err == nil {
+	if _, err := workflowDecoder(128, 0)([]byte(deep)); err == nil {
 		t.Fatal("the hook read a document nested past its cap")
 	}
 	e, _ := wtEngine(nil)
@@ -238,6 +238,6 @@ func FuzzDecodeDocument(f *testing.F) {
 			return
 		}
 		checkDecodeAgrees(t, raw)
-		_, _ = workflowDecoder(16)(raw)
+		_, _ = workflowDecoder(16, 0)(raw)
 	})
 }

@@ -90,8 +90,8 @@ func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
 // set when the body is not JSON, and nothing else was checked.
 func (e *Engine) check(body []byte, bare bool) (x *Execution, d *detailList, syn *protocol.Syntax) {
 	d = &detailList{bare: bare}
-	maxDepth := e.Limits.WithDefaults().MaxDepth
-	req, err := protocol.Decoder{MaxDepth: maxDepth, Workflow: workflowDecoder(maxDepth)}.DecodeAll(body)
+	l := e.Limits.WithDefaults()
+	req, err := protocol.Decoder{MaxDepth: l.MaxDepth, Workflow: workflowDecoder(l.MaxDepth, l.MaxNodes)}.DecodeAll(body)
 	var inv *protocol.Invalid
 	if errors.As(err, &inv) && inv.Syntax != nil {
 		syn = inv.Syntax
