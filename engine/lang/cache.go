@@ -28,10 +28,19 @@ var programs = Cache[*compiled]{Max: 2048, MaxKey: 4 << 10}
 // server sends the same workflows again, and a quick compilation is
 // immutable. A slot is overwritten by the next text that hashes to it,
 // without the program cache's locking and bookkeeping.
+//
+// It has a slot for each node of a workflow of several thousand (a chain
+// of 1,000 sent again compiled every reference again with 256 slots: a
+// quarter of the engine's time per node), and keeps texts of at most
+// quickMemoMaxKey bytes, so what it holds stays under a few MB whatever
+// the texts sent.
 var (
-	quickMemo [256]atomic.Pointer[compiled]
+	quickMemo [8192]atomic.Pointer[compiled]
 	quickSeed = maphash.MakeSeed()
 )
+
+// quickMemoMaxKey is the longest text quickMemo keeps.
+const quickMemoMaxKey = 256
 
 // compileProgram compiles an expression, budget patch included (see
 // budget.go), through the program cache.
@@ -41,7 +50,9 @@ func compileProgram(src string) (*compiled, error) {
 		return c, nil
 	}
 	if c := compileQuick(src); c != nil {
-		slot.Store(c)
+		if len(src) <= quickMemoMaxKey {
+			slot.Store(c)
+		}
 		return c, nil
 	}
 	return programs.Get(src, func() (*compiled, error) { return compileBudgeted(src, true) })
