@@ -98,15 +98,7 @@ func (c *docChecker) document(doc *document) {
 		c.objectOrBool(rawKind(doc.Input))
 		c.pop()
 	}
-	var extra []string
-	for k, val := range doc.rest {
-		c.push(k)
-		if !c.documentMember(k, val) {
-			extra = append(extra, k)
-		}
-		c.pop()
-	}
-	c.additional(extra)
+	c.known(doc.rest, (*docChecker).documentMember)
 }
 
 // rawKind stands for the JSON type of raw, a value as written, in a check
@@ -250,15 +242,7 @@ func (c *docChecker) node(n *nodeDoc) {
 		c.needList(n.Needs)
 		c.pop()
 	}
-	var extra []string
-	for k, val := range n.rest {
-		c.push(k)
-		if !c.nodeMember(k, val) {
-			extra = append(extra, k)
-		}
-		c.pop()
-	}
-	c.additional(extra)
+	c.known(n.rest, (*docChecker).nodeMember)
 	// The schema's if/then: a rule applies when type is absent or equal.
 	typ, typOK := n.Type, n.has&hasType != 0
 	if !typOK && restType {

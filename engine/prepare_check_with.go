@@ -79,6 +79,13 @@ func (c *docChecker) members(v any, required []string, check func(c *docChecker,
 		return nil, false
 	}
 	c.required(m, required...)
+	c.known(m, check)
+	return m, true
+}
+
+// known runs check on each member of m, at its path, and reports the
+// members check does not know as additional.
+func (c *docChecker) known(m map[string]any, check func(c *docChecker, k string, val any) bool) {
 	var extra []string
 	for k, val := range m {
 		c.push(k)
@@ -88,7 +95,6 @@ func (c *docChecker) members(v any, required []string, check func(c *docChecker,
 		c.pop()
 	}
 	c.additional(extra)
-	return m, true
 }
 
 func (c *docChecker) withSet(v any) {
