@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
@@ -133,14 +134,7 @@ func childPath(req *protocol.ExecutionRequest, id string) string {
 	return "runtime.workflows"
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // secretsOf lists every secret value a request carries: HTTP secrets, model
 // API keys and headers, toolset headers.

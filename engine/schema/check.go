@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -220,12 +221,7 @@ func (c *checker) walk(v any, toks []string, base *url.URL, nesting int) int {
 		}
 	}
 
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(obj) {
 		val := obj[k]
 		kt := at(k)
 		if kw, ok := caseVariant(k); ok {
@@ -435,14 +431,7 @@ func number(v any) (float64, bool) {
 	return f, true
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 // typeName is the JSON type of a decoded value.
 func typeName(v any) string {
