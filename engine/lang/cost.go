@@ -2,9 +2,9 @@ package lang
 
 import (
 	"fmt"
+	"math/bits"
 	"reflect"
 	"regexp"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/vm/runtime"
@@ -156,7 +156,7 @@ func (b *exprBudget) walk(x any, mode int) (any, error) {
 	return x, nil
 }
 
-func bitsLen(n int64) int { return len(strconv.FormatInt(n, 2)) }
+func bitsLen(n int64) int { return bits.Len64(uint64(n)) }
 
 // equal is `==` between operands the checker could not type as scalars.
 func (b *exprBudget) equal(l, r any) (bool, error) {
@@ -226,11 +226,13 @@ func (b *exprBudget) matches(s, p any) (bool, error) {
 // pattern returns p compiled, charging the compilation when it is not
 // cached.
 func (b *exprBudget) pattern(p string) (*pattern, error) {
-	if err := checkPattern(p); err != nil {
-		return nil, err
-	}
+	// A pattern in the cache has passed the bounds: they are checked, and
+	// the program estimated once, on a miss.
 	return patterns.Get(p, func() (*pattern, error) {
-		insts := patternInsts(p)
+		insts, err := patternBounds(p)
+		if err != nil {
+			return nil, err
+		}
 		if err := b.charge(1+16*insts, 200*insts); err != nil {
 			return nil, err
 		}
@@ -256,13 +258,21 @@ func (e *PatternError) Error() string {
 
 // checkPattern applies the pattern bounds, before anything parses p.
 func checkPattern(p string) error {
+	_, err := patternBounds(p)
+	return err
+}
+
+// patternBounds applies the pattern bounds to p and returns its estimated
+// program size.
+func patternBounds(p string) (insts int64, err error) {
 	if len(p) > MaxPatternBytes {
-		return &PatternError{Bytes: int64(len(p))}
+		return 0, &PatternError{Bytes: int64(len(p))}
 	}
-	if n := patternInsts(p); n > MaxPatternInsts {
-		return &PatternError{Bytes: int64(len(p)), Insts: n}
+	n := patternInsts(p)
+	if n > MaxPatternInsts {
+		return n, &PatternError{Bytes: int64(len(p)), Insts: n}
 	}
-	return nil
+	return n, nil
 }
 
 // patternInsts estimates, in one pass over the text, the instructions of
