@@ -181,17 +181,21 @@ func (d *detailer) report(i int, v any, loc []string, err error) {
 		if arr == nil {
 			continue
 		}
-		var failing []int
+		type failure struct {
+			j   int
+			err error
+		}
+		var failing []failure
 		for x := range arr {
 			j, _ := d.sub(n, k, strconv.Itoa(x))
-			if s.check(j, v) != nil {
-				failing = append(failing, j)
+			if err := s.check(j, v); err != nil {
+				failing = append(failing, failure{j, err})
 			}
 		}
 		switch {
 		case k == "allOf" || len(failing) == len(arr):
-			for _, j := range failing {
-				d.report(j, v, loc, s.check(j, v))
+			for _, f := range failing {
+				d.report(f.j, v, loc, f.err)
 			}
 		case k == "oneOf" && len(arr)-len(failing) > 1:
 			d.leaf(loc, nil, "valid against %d alternatives of oneOf, want exactly one", len(arr)-len(failing))
