@@ -78,12 +78,21 @@ const (
 	kindBatch             // a distributed map's batch, streamed (engine.ServeBatch)
 )
 
+// present records that a member is there, without keeping its value:
+// a batch is decoded again, whole, by engine.ServeBatch.
+type present bool
+
+func (p *present) UnmarshalJSON([]byte) error {
+	*p = true
+	return nil
+}
+
 // eventShape holds the fields the HTTP event formats differ by.
 type eventShape struct {
 	// Batch is engine.BatchEventField: only an invocation of the function
 	// itself (lambda:InvokeFunction, IAM) can send it; the HTTP events'
 	// shapes are AWS's, with the request's body inside as a string.
-	Batch          json.RawMessage `json:"runnerFanOutBatch"`
+	Batch          present         `json:"runnerFanOutBatch"`
 	Version        string          `json:"version"`
 	HTTPMethod     string          `json:"httpMethod"`
 	RequestContext struct {
@@ -108,7 +117,7 @@ func eventKindOf(raw []byte, mode string) (eventKind, error) {
 		return kindUnknown, fmt.Errorf("event is not a JSON object: %w", err)
 	}
 	switch {
-	case len(s.Batch) > 0:
+	case bool(s.Batch):
 		return kindBatch, nil
 	case len(s.RequestContext.ELB) > 0 && s.HTTPMethod != "":
 		return kindALB, nil
