@@ -160,11 +160,7 @@ func (c *docChecker) nodes(v any, nonEmpty bool) {
 	if !ok {
 		return
 	}
-	docs := make([]nodeDoc, len(a))
-	for i, e := range a {
-		docs[i] = nodeFromValue(e)
-	}
-	c.nodeList(docs, nonEmpty)
+	c.nodeList(nodesOf(a), nonEmpty)
 }
 
 // nodeList checks decoded nodes; nonEmpty is the map node's minItems 1.
@@ -211,8 +207,8 @@ func (c *docChecker) node(n *nodeDoc) {
 		c.typeErr(n.value, "object")
 		return
 	}
-	_, restID := n.restValue("id")
-	_, restType := n.restValue("type")
+	_, restID := n.rest["id"]
+	_, restType := n.rest["type"]
 	withID, withType := n.has&hasID != 0 || restID, n.has&hasType != 0 || restType
 	switch {
 	case !withID && !withType:
@@ -246,7 +242,7 @@ func (c *docChecker) node(n *nodeDoc) {
 	// The schema's if/then: a rule applies when type is absent or equal.
 	typ, typOK := n.Type, n.has&hasType != 0
 	if !typOK && restType {
-		v, _ := n.restValue("type")
+		v := n.rest["type"]
 		typ, typOK = v.(string)
 	}
 	var with any
@@ -254,7 +250,7 @@ func (c *docChecker) node(n *nodeDoc) {
 	if hasWith {
 		with = n.With
 	} else {
-		with, hasWith = n.restValue("with")
+		with, hasWith = n.rest["with"]
 	}
 	for _, r := range withRules {
 		if withType && (!typOK || typ != r.typ) {

@@ -80,12 +80,6 @@ type RetryPolicy struct {
 // it leaves out keep these values.
 var DefaultRetry = RetryPolicy{MaxAttempts: 1, BackoffMs: 200, Factor: 2, MaxBackoffMs: 10_000}
 
-// restValue returns the member k held as decoded.
-func (n *nodeDoc) restValue(k string) (any, bool) {
-	v, ok := n.rest[k]
-	return v, ok
-}
-
 // setRest keeps member k as decoded; it replaces a typed one of the same
 // name (the last of duplicate keys counts, as for encoding/json).
 func (n *nodeDoc) setRest(k string, v any) {
@@ -211,11 +205,16 @@ func parseNodes(v any) ([]nodeDoc, error) {
 	if !ok {
 		return nil, fmt.Errorf("got %s, want an array of nodes", jsonTypeOf(v))
 	}
+	return nodesOf(a), nil
+}
+
+// nodesOf reads nodes held as decoded.
+func nodesOf(a []any) []nodeDoc {
 	nodes := make([]nodeDoc, len(a))
 	for i, e := range a {
 		nodes[i] = nodeFromValue(e)
 	}
-	return nodes, nil
+	return nodes
 }
 
 func retryPolicy(m map[string]any) *RetryPolicy {
