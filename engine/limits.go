@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/runnerd/lambda-runner/engine/sandbox"
+)
 
 // The limits of a runner configured with nothing. infra/config leaves a
 // setting zero when its variable is unset, so these are the only place
@@ -32,7 +36,7 @@ const (
 	// worker's kernel memory limit), DefaultMaxCodeLogBytes what its
 	// console.log may write.
 	DefaultMaxCodeBytes          = 64 << 10
-	DefaultMaxCodeMemory   int64 = 64 << 20
+	DefaultMaxCodeMemory         = sandbox.DefaultMemoryBytes
 	DefaultMaxCodeLogBytes int64 = 64 << 10
 	// DefaultMemoryMB is the memory assumed when the process is not told
 	// its own (Lambda's smallest sensible size for a workflow runner).

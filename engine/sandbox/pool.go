@@ -90,7 +90,7 @@ func (p *Pool) Eval(ctx context.Context, req Request) (*Reply, error) {
 		p.idle = append(p.idle, w)
 		p.mu.Unlock()
 	} else {
-		w.stop()
+		w.kill()
 	}
 	return rep, err
 }
@@ -149,7 +149,7 @@ func (p *Pool) Close() {
 	p.idle = nil
 	p.mu.Unlock()
 	for _, w := range idle {
-		w.stop()
+		w.kill()
 	}
 }
 
@@ -265,10 +265,6 @@ func (w *worker) kill() {
 	_ = w.cmd.Wait()
 	w.cmd = nil
 }
-
-// stop ends an idle worker: closing its input is its signal to exit, the
-// kill makes sure.
-func (w *worker) stop() { w.kill() }
 
 // headBuffer keeps the first max bytes written to it and drops the rest.
 type headBuffer struct {
