@@ -182,12 +182,11 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local $(BIN)/codeworker $(BIN)/c
 SIZE_BUDGET_FULL           := 45000000
 SIZE_BUDGET_BEDROCK        := 18800000
 SIZE_BUDGET_BEDROCK_NOCODE := 18300000
-size:
+size: $(BIN)/codeworker
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(FULL_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-full ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS),nocode,nofanout $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock-nocode ./functions/runner
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(WORKER_LDFLAGS)" -o $(BIN)/size-codeworker ./functions/codeworker
-	@wc -c < $(BIN)/size-codeworker | awk '{ printf "size %-14s %6.2f MB (shipped beside bootstrap unless CODE=off; not budgeted)\n", "codeworker", $$1 / 1e6 }'
+	@wc -c < $(BIN)/codeworker | awk '{ printf "size %-14s %6.2f MB (shipped beside bootstrap unless CODE=off; not budgeted)\n", "codeworker", $$1 / 1e6 }'
 	@ok=0; for fb in full:$(SIZE_BUDGET_FULL) bedrock:$(SIZE_BUDGET_BEDROCK) bedrock-nocode:$(SIZE_BUDGET_BEDROCK_NOCODE); do \
 		f=$${fb%%:*}; b=$${fb#*:}; n=$$(wc -c < $(BIN)/size-$$f); \
 		if [ $$n -le $$b ]; then v=ok; else v=OVER; ok=1; fi; \
