@@ -595,13 +595,22 @@ func (d *docDecoder) valueIn(where int) (any, error) {
 		return nil, d.literal("null")
 	}
 	start := d.pos
+	if err := d.number(); err != nil {
+		return nil, err
+	}
+	return json.Number(d.data[start:d.pos]), nil
+}
+
+// number moves d.pos past the number there.
+func (d *docDecoder) number() error {
+	start := d.pos
 	for d.pos < len(d.data) && isNumberByte(d.data[d.pos]) {
 		d.pos++
 	}
 	if d.pos == start {
-		return nil, errDecode
+		return errDecode
 	}
-	return json.Number(d.data[start:d.pos]), nil
+	return nil
 }
 
 func isNumberByte(c byte) bool {
@@ -616,11 +625,19 @@ func (d *docDecoder) literal(s string) error {
 	return nil
 }
 
+// enter counts one more level of nesting, refusing one past the depth.
+func (d *docDecoder) enter() error {
+	if d.depth++; d.depth > d.maxDepth && d.maxDepth > 0 || d.depth > maxDecodeDepth {
+		return errDecode
+	}
+	return nil
+}
+
 // object reads an object at d.pos, calling member with each key (valid
 // until the next read), d.pos at its value, which member must read.
 func (d *docDecoder) object(member func(key []byte) error) error {
-	if d.depth++; d.depth > d.maxDepth && d.maxDepth > 0 || d.depth > maxDecodeDepth {
-		return errDecode
+	if err := d.enter(); err != nil {
+		return err
 	}
 	d.pos++ // '{'
 	d.ws()
@@ -661,8 +678,8 @@ func (d *docDecoder) object(member func(key []byte) error) error {
 // array reads an array at d.pos, calling item with d.pos at each item,
 // which item must read.
 func (d *docDecoder) array(item func() error) error {
-	if d.depth++; d.depth > d.maxDepth && d.maxDepth > 0 || d.depth > maxDecodeDepth {
-		return errDecode
+	if err := d.enter(); err != nil {
+		return err
 	}
 	d.pos++ // '['
 	d.ws()
@@ -776,14 +793,7 @@ func (d *docDecoder) skip() error {
 	case 'n':
 		return d.literal("null")
 	}
-	start := d.pos
-	for d.pos < len(d.data) && isNumberByte(d.data[d.pos]) {
-		d.pos++
-	}
-	if d.pos == start {
-		return errDecode
-	}
-	return nil
+	return d.number()
 }
 
 func (d *docDecoder) peek() byte {
