@@ -281,6 +281,11 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 	props, _ := obj["properties"].(map[string]any)
 	patterns, _ := obj["patternProperties"].(map[string]any)
 	pats := sortedKeys(patterns)
+	// Compiled once for all the members (nil where the check refused it).
+	res := make([]*regexp.Regexp, len(pats))
+	for i, p := range pats {
+		res[i], _ = regexp.Compile(p)
+	}
 	_, hasAdditional := obj["additionalProperties"]
 	closed := obj["additionalProperties"] == false
 	var extra []string
@@ -301,8 +306,8 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 			matched = true
 			try("properties", name)
 		}
-		for _, p := range pats {
-			if re, err := regexp.Compile(p); err == nil && re.MatchString(name) {
+		for i, p := range pats {
+			if re := res[i]; re != nil && re.MatchString(name) {
 				matched = true
 				try("patternProperties", p)
 			}
