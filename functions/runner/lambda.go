@@ -92,9 +92,9 @@ type eventShape struct {
 	// Batch is engine.BatchEventField: only an invocation of the function
 	// itself (lambda:InvokeFunction, IAM) can send it; the HTTP events'
 	// shapes are AWS's, with the request's body inside as a string.
-	Batch          present         `json:"runnerFanOutBatch"`
-	Version        string          `json:"version"`
-	HTTPMethod     string          `json:"httpMethod"`
+	Batch          present `json:"runnerFanOutBatch"`
+	Version        string  `json:"version"`
+	HTTPMethod     string  `json:"httpMethod"`
 	RequestContext struct {
 		DomainName string          `json:"domainName"`
 		ELB        json.RawMessage `json:"elb"`
