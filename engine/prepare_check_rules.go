@@ -71,7 +71,7 @@ func (c *docChecker) fail(format string, args ...any) {
 		c.fails++
 		return
 	}
-	c.leaves = append(c.leaves, schemaLeaf{loc: c.loc(), msg: printer.Sprintf(format, args...)})
+	c.leaves = append(c.leaves, schemaLeaf{loc: c.loc(), msg: schemaSprintf(format, args...)})
 }
 
 func (c *docChecker) failMembers(msg string, members []string) {
@@ -167,9 +167,9 @@ func (c *docChecker) missing(missing []string) {
 	switch len(missing) {
 	case 0:
 	case 1:
-		c.failMembers(printer.Sprintf("missing property %s", schemaQuote(missing[0])), missing)
+		c.failMembers(schemaSprintf("missing property %s", schemaQuote(missing[0])), missing)
 	default:
-		c.failMembers(printer.Sprintf("missing properties %s", schemaJoinQuoted(missing)), missing)
+		c.failMembers(schemaSprintf("missing properties %s", schemaJoinQuoted(missing)), missing)
 	}
 }
 
@@ -183,7 +183,7 @@ func (c *docChecker) additional(extra []string) {
 }
 
 func additionalMessage(names []string) string {
-	return printer.Sprintf("additional properties %s not allowed", schemaJoinQuoted(names))
+	return schemaSprintf("additional properties %s not allowed", schemaJoinQuoted(names))
 }
 
 func (c *docChecker) str(v any) (string, bool) {

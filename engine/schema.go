@@ -9,11 +9,7 @@ import (
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/schema"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
-
-var printer = message.NewPrinter(language.English)
 
 // compileSchema compiles a JSON Schema carried by a request (a workflow's
 // input schema, a model node's json schema) with engine/schema: checked

@@ -5,12 +5,18 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // santhosh-tekuri/jsonschema is the oracle of the tests that hold the
 // hand-written document checks (prepare_check*.go) to docs/workflow.schema.json:
 // a test-only import, not in the product (requests' own schemas are
 // compiled by engine/schema).
+
+// printer is the oracle's: its messages are printed in English by
+// x/text, as schemaSprintf imitates (prepare_check_format_test.go).
+var printer = message.NewPrinter(language.English)
 
 // schemaLeaves lists the failing leaves of the oracle's validation error,
 // located under path; ok is false when err is not a validation error.

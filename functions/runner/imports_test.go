@@ -51,6 +51,16 @@ func TestImportDirection(t *testing.T) {
 				t.Errorf("%s links %s: keep service/%s at a release without it (go.mod)", pkg, s, svc)
 			}
 		}
+		// The document check words its messages as the JSON Schema
+		// validator's English printer does with a formatter of its own
+		// (engine/prepare_check_format.go): x/text's message and
+		// language packages cost the Bedrock-only bootstrap 0.4 MB and
+		// their init runs in every cold start.
+		for _, x := range []string{"golang.org/x/text/message", "golang.org/x/text/language"} {
+			if pkg == "functions/runner" && slices.Contains(deps, x) {
+				t.Errorf("%s links %s: the check's messages are formatted by engine.schemaSprintf", pkg, x)
+			}
+		}
 		forbid := func(why string, bad func(dep string) bool) {
 			for _, d := range deps {
 				if bad(d) {
