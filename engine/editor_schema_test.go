@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/runnerd/lambda-runner/docs"
-	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/engine/sandbox/syntax"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -39,7 +39,7 @@ func TestExamplesMatchEditorSchema(t *testing.T) {
 		t.Fatal("no examples found")
 	}
 	e := New(DefaultLimits())
-	e.Services.Code = &sandbox.Pool{} // checks code nodes; starts no worker
+	e.Services.Code = syntax.Checker{} // checks code nodes; starts no worker
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			raw, err := os.ReadFile(f)

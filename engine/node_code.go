@@ -17,7 +17,8 @@ import (
 //
 // code is the body of a function called with one argument, input (with.input
 // evaluated as a template); code itself is taken as written, never
-// templated. It is checked for syntax and size before acceptance. A thrown
+// templated. It is checked for syntax (by a worker: CodeRunner.Check) and
+// size before acceptance. A thrown
 // error is CODE_ERROR, a bound of the sandbox LIMIT_EXCEEDED (memory,
 // stack, console output), a return value over maxOutputBytes
 // OUTPUT_TOO_LARGE; timeoutMs, the deadline and a cancellation kill the
@@ -42,8 +43,16 @@ func (codeKind) Prepare(c *Compiler) Step {
 		c.Errorf("code", "node %q: the code is %d bytes, over maxCodeBytes (%d)", c.NodeID(), len(code), max)
 		return nil
 	}
-	if err := sandbox.Check(code); err != nil {
-		c.Errorf("code", "node %q: %s at line %d, column %d", c.NodeID(), err.Message, err.Line, err.Column)
+	// The syntax is checked by a sandbox worker (Pool.Check), the one
+	// place a JavaScript parser is linked.
+	var se *sandbox.Error
+	switch err := c.Engine().Services.Code.Check(code); {
+	case err == nil:
+	case errors.As(err, &se) && se.Kind == sandbox.KindThrown:
+		c.Errorf("code", "node %q: %s at line %d, column %d", c.NodeID(), se.Message, se.Line, se.Column)
+		return nil
+	default:
+		c.Errorf("code", "node %q: the code could not be checked: %v", c.NodeID(), err)
 		return nil
 	}
 	c.With("code")

@@ -1,16 +1,19 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/engine/sandbox/syntax"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -88,9 +91,11 @@ func TestCodeNodeFailures(t *testing.T) {
 }
 
 func TestCodeNodePrepare(t *testing.T) {
-	e, _ := codeEngine(t, Limits{MaxCodeBytes: 64})
+	e, p := codeEngine(t, Limits{MaxCodeBytes: 64})
 	tests := []struct{ name, node, path, msg string }{
-		{"syntax", `{"id":"c","type":"code","with":{"code":"let x = 1;\nreturn x +"}}`, "workflow.nodes[0].with.code", "line 2, column"},
+		{"syntax", `{"id":"c","type":"code","with":{"code":"let x = 1;\nreturn x +"}}`, "workflow.nodes[0].with.code", `node "c": SyntaxError: Unexpected end of input at line 2, column 11`},
+		{"token", `{"id":"c","type":"code","with":{"code":"return )"}}`, "workflow.nodes[0].with.code", `node "c": SyntaxError: Unexpected token ) at line 1, column 8`},
+		{"unclosed", `{"id":"c","type":"code","with":{"code":"` + strings.Repeat("[", 60) + `"}}`, "workflow.nodes[0].with.code", "SyntaxError: Unexpected end of input at line 1, column 61"},
 		{"size", `{"id":"c","type":"code","with":{"code":"` + strings.Repeat("1;", 40) + `"}}`, "workflow.nodes[0].with.code", "over maxCodeBytes (64)"},
 		{"missing", `{"id":"c","type":"code","with":{}}`, "workflow.nodes[0].with", "code"},
 		{"not a string", `{"id":"c","type":"code","with":{"code":1}}`, "workflow.nodes[0].with.code", ""},
@@ -111,6 +116,11 @@ func TestCodeNodePrepare(t *testing.T) {
 			}
 		})
 	}
+	// The syntax was checked by a worker of the pool (the runner links no
+	// parser), one kept warm for every check.
+	if n := p.Started(); n != 1 {
+		t.Errorf("%d workers started for the checks, want 1", n)
+	}
 	// Without a sandbox the node type is neither offered nor accepted.
 	bare := New(Limits{})
 	for _, typ := range bare.NodeTypes() {
@@ -121,6 +131,27 @@ func TestCodeNodePrepare(t *testing.T) {
 	inv := prepareInvalid(t, bare, reqBody(codeDoc(`{"id":"c","type":"code","with":{"code":"return 1"}}`), ""))
 	if !strings.Contains(inv.Details[0].Message, "not available") {
 		t.Errorf("details %+v", inv.Details)
+	}
+}
+
+// A runner whose worker cannot start refuses a code node before
+// acceptance, naming the node, the field and why: its syntax could not be
+// checked. Nesting beyond sandbox.MaxNesting is refused without a worker.
+func TestCodeNodeCheckWithoutWorker(t *testing.T) {
+	e := New(Limits{})
+	path := filepath.Join(t.TempDir(), sandbox.WorkerName)
+	p := &sandbox.Pool{Options: sandbox.Options{Path: path}}
+	t.Cleanup(p.Close)
+	e.Services.Code = p
+	for _, tt := range []struct{ code, msg string }{
+		{"return 1", `node "c": the code could not be checked: the sandbox worker could not start: fork/exec ` + path},
+		{strings.Repeat("(", sandbox.MaxNesting+1), `node "c": SyntaxError: brackets nest deeper than 256 at line 1, column 257`},
+	} {
+		code, _ := json.Marshal(tt.code)
+		inv := prepareInvalid(t, e, reqBody(codeDoc(`{"id":"c","type":"code","with":{"code":`+string(code)+`}}`), ""))
+		if len(inv.Details) != 1 || inv.Details[0].Path != "workflow.nodes[0].with.code" || !strings.Contains(inv.Details[0].Message, tt.msg) {
+			t.Errorf("details %+v, want one at workflow.nodes[0].with.code with %q", inv.Details, tt.msg)
+		}
 	}
 }
 
@@ -157,4 +188,60 @@ func BenchmarkCodeMap1000(b *testing.B) {
 	x := prepareReq(b, e, body)
 	x.Run(context.Background(), &benchSink{Writer: protocol.NewWriter(io.Discard, "bench", nil)})
 	benchmarkRunOn(b, e, body, 1001)
+}
+
+// BenchmarkPrepareCodeExample is Prepare of examples/code.json (two code
+// nodes) as a runner's first code document, with the syntax checked: in
+// process (goja's parser, as before the check moved to the worker), by a
+// pool's first worker, started for it (and kept for the evaluation), and
+// by a warm worker, the body new to it. The worker is the codeworker
+// command when RUNNER_TEST_CODE_WORKER names one, else this test binary.
+func BenchmarkPrepareCodeExample(b *testing.B) {
+	raw, err := os.ReadFile("../examples/code.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	worker := os.Getenv("RUNNER_TEST_CODE_WORKER")
+	if worker == "" {
+		worker = os.Args[0]
+	}
+	prepare := func(b *testing.B, e *Engine, body []byte) {
+		x, err := e.PrepareBody(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x.discard()
+	}
+	b.Run("in-process", func(b *testing.B) {
+		e := New(Limits{})
+		e.Services.Code = syntax.Checker{}
+		for b.Loop() {
+			prepare(b, e, raw)
+		}
+	})
+	b.Run("cold-worker", func(b *testing.B) {
+		e := New(Limits{})
+		for b.Loop() {
+			p := &sandbox.Pool{Options: sandbox.Options{Path: worker}}
+			e.Services.Code = p
+			prepare(b, e, raw)
+			p.Close()
+		}
+	})
+	b.Run("warm-worker", func(b *testing.B) {
+		e := New(Limits{})
+		p := &sandbox.Pool{Options: sandbox.Options{Path: worker}}
+		b.Cleanup(p.Close)
+		e.Services.Code = p
+		prepare(b, e, raw)
+		// Each body differs by a comment: a check, not the memory of one.
+		bodies := make([][]byte, b.N)
+		for i := range bodies {
+			bodies[i] = bytes.Replace(raw, []byte(`"code": "`), []byte(`"code": "// `+strconv.Itoa(i)+`\n`), -1)
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			prepare(b, e, bodies[i])
+		}
+	})
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
-	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/engine/sandbox/syntax"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -391,8 +391,9 @@ func TestExamplesPrepare(t *testing.T) {
 				t.Fatal(err)
 			}
 			e, _ := svcEngine(t, nil)
-			// Code nodes need a sandbox; Prepare starts no worker.
-			e.Services.Code = &sandbox.Pool{}
+			// Code nodes need a sandbox; checked in process, they start
+			// no worker.
+			e.Services.Code = syntax.Checker{}
 			prepareReq(t, e, string(b))
 		})
 	}

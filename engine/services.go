@@ -51,8 +51,14 @@ type Services struct {
 // CodeRunner evaluates one code node's function body; a *sandbox.Pool is
 // one. It returns a *sandbox.Error for a failure of the code, ctx's error
 // when ctx ended first (the evaluation stopped by then).
+//
+// Check checks a function body's syntax before acceptance: nil, a
+// *sandbox.Error of sandbox.KindThrown locating a syntax error, or why it
+// could not be checked (the worker could not start, did not answer in
+// time).
 type CodeRunner interface {
 	Eval(ctx context.Context, req sandbox.Request) (*sandbox.Reply, error)
+	Check(code string) error
 }
 
 // modelClients returns the clients model calls use.

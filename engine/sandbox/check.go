@@ -1,12 +1,12 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
-
-	"github.com/dop251/goja/parser"
 )
 
 // Wrap is the source a worker compiles for a function body: the body
@@ -14,27 +14,66 @@ import (
 // same position in the body.
 func Wrap(code string) string { return "(function(input) {\n" + code + "\n})" }
 
-// Check parses a function body as a worker would compile it and returns
-// its first syntax error, located in the body, or nil. It uses the
-// engine's parser only (no runtime), so that a syntax error is refused
-// before an execution is accepted, without starting a worker.
-func Check(code string) *Error {
-	// The parser recurses per bracket and backtracks over parentheses: 64
-	// KiB of "(" took 3.4 s and 256 MB of stack in the runner's process.
-	// Nesting is bounded before it parses.
+// Check checks a function body's syntax before acceptance, as a worker
+// compiles it, and returns nil, a *Error of KindThrown locating the first
+// syntax error in the body ("SyntaxError: ..."), or why it could not be
+// checked (a *Error of another kind). Nesting deeper than MaxNesting is
+// refused here, in the runner's process, without a worker; the rest is
+// parsed by a worker (a Request with Check set, answered with goja's
+// parser: engine/sandbox/syntax), so that the runner itself links no
+// JavaScript parser. The check takes a worker as an evaluation does
+// (an idle one when there is one, else it starts one, which the next
+// evaluation finds warm), waiting for a free one if all are busy, and
+// kills it if it has not answered within CheckTimeout. Bodies found valid
+// are remembered (up to checkedBytes of them), so that a workflow sent
+// again is not sent to a worker again.
+func (p *Pool) Check(code string) error {
+	if err := CheckNesting(code); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	_, ok := p.checked[code]
+	p.mu.Unlock()
+	if ok {
+		return nil
+	}
+	_, err := p.run(context.Background(), Request{Code: code, Check: true}, CheckTimeout)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Kind: KindCrashed, Message: fmt.Sprintf("the syntax check did not end within %v", CheckTimeout)}
+	case err != nil:
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.checkedSize+len(code) > checkedBytes {
+		p.checked, p.checkedSize = nil, 0
+	}
+	if p.checked == nil {
+		p.checked = map[string]struct{}{}
+	}
+	p.checked[code] = struct{}{}
+	p.checkedSize += len(code)
+	return nil
+}
+
+// checkedBytes bounds the bodies a Pool remembers as valid; past it, it
+// forgets them all and starts again.
+const checkedBytes = 1 << 20
+
+// CheckTimeout bounds a syntax check in a worker, once it has one: a body
+// of maxCodeBytes that passes CheckNesting parses in well under a second.
+const CheckTimeout = 5 * time.Second
+
+// CheckNesting refuses a body whose brackets nest deeper than MaxNesting,
+// locating the first one, and returns nil otherwise. The parser recurses
+// per bracket and backtracks over parentheses (64 KiB of "(" took 3.4 s
+// and 256 MB of stack), so nesting is bounded before anything parses.
+func CheckNesting(code string) *Error {
 	if line, col := tooDeep(code); line > 0 {
 		return &Error{Kind: KindThrown, Message: fmt.Sprintf("SyntaxError: brackets nest deeper than %d", MaxNesting), Line: line, Column: col}
 	}
-	_, err := parser.ParseFile(nil, "code", Wrap(code), 0)
-	if err == nil {
-		return nil
-	}
-	var list parser.ErrorList
-	if errors.As(err, &list) && len(list) > 0 {
-		e := list[0]
-		return SyntaxError(code, e.Message, e.Position.Line, e.Position.Column)
-	}
-	return &Error{Kind: KindThrown, Message: "SyntaxError: " + err.Error()}
+	return nil
 }
 
 // MaxNesting bounds how deep brackets ((, [, {, ${) nest in a body.

@@ -26,6 +26,10 @@ type Request struct {
 	Input          json.RawMessage `json:"input"`
 	MaxOutputBytes int64           `json:"maxOutputBytes"`
 	MaxLogBytes    int64           `json:"maxLogBytes"`
+	// Check asks the worker only to parse Code as it would compile it,
+	// and to answer with the first syntax error (Reply.Error) or nothing:
+	// Pool.Check, before acceptance.
+	Check bool `json:"check,omitempty"`
 }
 
 // Reply is the worker's answer to a Request: Output and Logs, or Error.

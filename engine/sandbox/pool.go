@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Options configures a Pool. The zero value is usable.
@@ -42,6 +43,9 @@ type Pool struct {
 	idle  []*worker
 	// started counts workers started, for tests and benchmarks.
 	started int64
+	// checked holds the bodies Check found valid, checkedSize their bytes.
+	checked     map[string]struct{}
+	checkedSize int
 }
 
 func (p *Pool) init() {
@@ -73,6 +77,12 @@ func (p *Pool) Started() int64 {
 // worker is killed (its whole process group) and reaped before Eval
 // returns ctx's error. A failure of the code is an *Error.
 func (p *Pool) Eval(ctx context.Context, req Request) (*Reply, error) {
+	return p.run(ctx, req, 0)
+}
+
+// run waits for a slot while ctx lasts, then runs req in a worker, for at
+// most timeout once it has the slot when timeout is above 0.
+func (p *Pool) run(ctx context.Context, req Request, timeout time.Duration) (*Reply, error) {
 	p.init()
 	select {
 	case p.slots <- struct{}{}:
@@ -80,6 +90,11 @@ func (p *Pool) Eval(ctx context.Context, req Request) (*Reply, error) {
 		return nil, ctx.Err()
 	}
 	defer func() { <-p.slots }()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	w, err := p.take()
 	if err != nil {
 		return nil, &Error{Kind: KindCrashed, Message: "the sandbox worker could not start: " + err.Error()}

@@ -66,3 +66,47 @@ func TestEvalMissingWorker(t *testing.T) {
 		t.Fatal("Eval waited for the context")
 	}
 }
+
+// A check needs a worker: one that cannot start is a clear error naming
+// the path, at once; nesting over MaxNesting is refused without one.
+func TestCheckMissingWorker(t *testing.T) {
+	path := filepath.Join(t.TempDir(), WorkerName)
+	p := &Pool{Options: Options{Path: path}}
+	defer p.Close()
+	var e *Error
+	if err := p.Check("return 1"); !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, "could not start") || !strings.Contains(e.Message, path) {
+		t.Fatalf("Check = %v, want a %s error naming %s", err, KindCrashed, path)
+	}
+	started := p.Started()
+	err := p.Check(strings.Repeat("[", MaxNesting+1))
+	if !errors.As(err, &e) || e.Kind != KindThrown || !strings.Contains(e.Message, "nest deeper") || e.Line != 1 || e.Column != MaxNesting+1 {
+		t.Errorf("Check of deep nesting = %+v", err)
+	}
+	if p.Started() != started {
+		t.Error("deep nesting was sent to a worker")
+	}
+}
+
+// A worker that does not answer a check is killed at CheckTimeout: the
+// check says so rather than holding Prepare.
+func TestCheckTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits CheckTimeout")
+	}
+	path := filepath.Join(t.TempDir(), "silent")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &Pool{Options: Options{Path: path}}
+	defer p.Close()
+	start := time.Now()
+	err := p.Check("return 1")
+	took := time.Since(start)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, "did not end within") {
+		t.Errorf("Check = %v, want the check's timeout", err)
+	}
+	if took < CheckTimeout || took > CheckTimeout+5*time.Second {
+		t.Errorf("Check took %v, want about %v", took, CheckTimeout)
+	}
+}

@@ -6,7 +6,8 @@
 // can be trusted to stop or to stay inside a memory bound (a regex that
 // backtracks, a built-in that allocates gigabytes in one call); a process
 // can, whatever it is doing. This package is the parent's side and links no
-// JavaScript engine.
+// JavaScript engine, nor its parser: a body's syntax check before
+// acceptance (Pool.Check) is answered by a worker too.
 package sandbox
 
 import (

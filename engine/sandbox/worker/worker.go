@@ -2,7 +2,8 @@
 // (functions/codeworker), started by engine/sandbox's Pool with
 // sandbox.WorkerArg, evaluates code nodes' JavaScript with goja, one
 // request at a time, read from stdin and answered on stdout (engine/sandbox's
-// frames). It links the JavaScript engine; only that command (and tests
+// frames), and checks their syntax before acceptance (a request with
+// Check set, engine/sandbox/syntax). It links the JavaScript engine; only that command (and tests
 // whose binary serves as the worker) import it, never the runner's
 // bootstrap.
 //
@@ -28,7 +29,22 @@ import (
 	"syscall"
 
 	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/engine/sandbox/syntax"
 )
+
+// check answers a check request (sandbox.Pool.Check): the body's first
+// syntax error, or nil. A panic of the parser is reported, not fatal.
+func check(code string) (e *sandbox.Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e = &sandbox.Error{Kind: sandbox.KindCrashed, Message: clip(fmt.Sprintf("internal error in the JavaScript parser: %v", p))}
+		}
+	}()
+	if e = syntax.Check(code); e != nil {
+		e.Message = clip(e.Message)
+	}
+	return e
+}
 
 // MaxCallStack bounds the JavaScript call stack (goja counts frames):
 // unbounded recursion is a clear limit error rather than a heap that
@@ -107,7 +123,12 @@ func serve(in io.Reader, out io.Writer, mem int64) int {
 			fmt.Fprintln(os.Stderr, "sandbox worker: reading a request:", err)
 			return 2
 		}
-		rep := Eval(req)
+		var rep sandbox.Reply
+		if req.Check {
+			rep.Error = check(req.Code)
+		} else {
+			rep = Eval(req)
+		}
 		if err := sandbox.WriteFrame(out, rep); err != nil {
 			fmt.Fprintln(os.Stderr, "sandbox worker: writing a reply:", err)
 			return 2

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerd/lambda-runner/engine"
-	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/engine/sandbox/syntax"
 )
 
 func newValidateCmd(env *Env) *cobra.Command {
@@ -23,10 +23,10 @@ warnings are marked and do not fail. It exits 1 if any file has an error.`,
 		ValidArgsFunction: jsonFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			eng := engine.New(engine.DefaultLimits())
-			// Code nodes are checked as a runner with its sandbox checks
-			// them (syntax, size); Validate evaluates nothing, so no
-			// worker ever starts.
-			eng.Services.Code = &sandbox.Pool{}
+			// Code nodes are checked as a runner's sandbox checks them
+			// (syntax, size), by the same parser in process; Validate
+			// evaluates nothing, so no worker is needed.
+			eng.Services.Code = syntax.Checker{}
 			bad := 0
 			for _, name := range args {
 				src, err := readSource(env, name)

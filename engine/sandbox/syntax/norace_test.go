@@ -1,5 +1,5 @@
 //go:build !race
 
-package sandbox
+package syntax
 
 const raceEnabled = false

@@ -1,10 +1,12 @@
-package sandbox
+package syntax
 
 import (
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnerd/lambda-runner/engine/sandbox"
 )
 
 func TestCheck(t *testing.T) {
@@ -20,9 +22,9 @@ func TestCheck(t *testing.T) {
 		{"a\nb\n  c d", 3, 5, "Unexpected identifier"},
 		{"})(", 1, 4, ""}, // cannot close the wrapper early
 		{"const s = '((((' + \"[[\" + `{{${ 1 }}`; // ((((\n/* [[[[ */ return s", 0, 0, ""},
-		{"return " + strings.Repeat("[", MaxNesting) + strings.Repeat("]", MaxNesting), 0, 0, ""},
-		{"return " + strings.Repeat("[", MaxNesting+1), 1, 8 + MaxNesting, "nest deeper than 256"},
-		{"return `${`${`${" + strings.Repeat("(", MaxNesting), 1, 16 + MaxNesting - 2, "nest deeper"},
+		{"return " + strings.Repeat("[", sandbox.MaxNesting) + strings.Repeat("]", sandbox.MaxNesting), 0, 0, ""},
+		{"return " + strings.Repeat("[", sandbox.MaxNesting+1), 1, 8 + sandbox.MaxNesting, "nest deeper than 256"},
+		{"return `${`${`${" + strings.Repeat("(", sandbox.MaxNesting), 1, 16 + sandbox.MaxNesting - 2, "nest deeper"},
 	}
 	for _, tt := range tests {
 		err := Check(tt.code)
@@ -38,8 +40,8 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestCheckHostileNesting: the parser recurses per level of nesting, in the
-// runner's own process at Prepare. A body of maxCodeBytes (64 KiB) of
+// TestCheckHostileNesting: the parser recurses per level of nesting (in a
+// worker, or in process for a Checker). A body of maxCodeBytes (64 KiB) of
 // nothing but nesting ends quickly and costs a bounded stack.
 func TestCheckHostileNesting(t *testing.T) {
 	for _, code := range []string{
