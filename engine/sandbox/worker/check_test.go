@@ -2,6 +2,8 @@ package worker
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +14,7 @@ import (
 
 // TestPoolCheck: a check through the pool (a worker answering with goja's
 // parser) says what the parser in process says, the same message and
-// place, for valid bodies, syntax errors and the hostile bodies of
-// syntax.TestCheckHostileNesting, each within the in-process bound, all
-// in one warm worker.
+// place, for valid bodies and syntax errors, in one warm worker.
 func TestPoolCheck(t *testing.T) {
 	p := testPool(t, 1)
 	codes := []string{
@@ -23,35 +23,16 @@ func TestPoolCheck(t *testing.T) {
 		"return " + strings.Repeat("[", sandbox.MaxNesting) + strings.Repeat("]", sandbox.MaxNesting),
 		"return " + strings.Repeat("[", sandbox.MaxNesting+1),
 		"return `${`${`${" + strings.Repeat("(", sandbox.MaxNesting),
-		"return 'é' +", "/* unterminated", "return /(/",
-		// Hostile: 64 KiB (maxCodeBytes) of nesting or of recursion the
-		// parser follows.
-		strings.Repeat("(", 64<<10),
-		strings.Repeat("{", 64<<10),
-		strings.Repeat("!", 64<<10) + "x",
-		strings.Repeat("a=", 32<<10) + "1",
-		strings.Repeat("x?", 32<<10) + "1",
-		"return " + strings.Repeat("`${", 16<<10),
-		strings.Repeat("(a)=>", 12<<10) + "1",
+		"return 'é' +", "/* unterminated", "return /(/", "return 1 +\n\n",
 	}
 	for _, code := range codes {
-		start := time.Now()
-		err := p.Check(code)
-		took := time.Since(start)
-		want := syntax.Check(code)
-		var got *sandbox.Error
-		if err != nil && !errors.As(err, &got) {
-			t.Errorf("Check(%.20q) = %v, not a *sandbox.Error", code, err)
+		got, err := checkError(p, code)
+		if err != nil {
+			t.Error(err)
 			continue
 		}
-		switch {
-		case want == nil && got != nil:
-			t.Errorf("Check(%.20q) = %v, in process nil", code, got)
-		case want != nil && (got == nil || *got != *want):
-			t.Errorf("Check(%.20q) = %+v, in process %+v", code, got, *want)
-		}
-		if bound := time.Second + checkRaceBound(); took > bound {
-			t.Errorf("Check(%.20q) took %v, over %v", code, took, bound)
+		if want := syntax.Check(code); !sameError(got, want) {
+			t.Errorf("Check(%q) = %+v, in process %+v", code, got, want)
 		}
 	}
 	if n := p.Started(); n != 1 {
@@ -59,13 +40,63 @@ func TestPoolCheck(t *testing.T) {
 	}
 }
 
-// checkRaceBound is what the race detector adds to a check: it makes the
-// parser's recursion several times slower.
-func checkRaceBound() time.Duration {
-	if raceEnabled {
-		return 2 * time.Second
+// TestPoolCheckHostile: 64 KiB (maxCodeBytes) of nesting, or of
+// recursion the parser follows that no bracket counts, ends in the
+// in-process verdict or in a refusal (the worker's stack limit, the
+// check's timeout), within CheckTimeout and with the runner's own
+// memory flat: the recursion is the worker's.
+func TestPoolCheckHostile(t *testing.T) {
+	p := testPool(t, 1)
+	for _, code := range []string{
+		strings.Repeat("(", 64<<10),
+		strings.Repeat("{", 64<<10),
+		strings.Repeat("!", 64<<10) + "x",
+		strings.Repeat("a=", 32<<10) + "1",
+		strings.Repeat("x?", 32<<10) + "1",
+		strings.Repeat("-", 64<<10) + "1",
+		"return " + strings.Repeat("`${", 16<<10),
+		strings.Repeat("(a)=>", 12<<10) + "1",
+		strings.Repeat("a.", 32<<10) + "b",
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		got, err := checkError(p, code)
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		refused := got != nil && (got.Kind == sandbox.KindStack || got.Kind == sandbox.KindCrashed && strings.Contains(got.Message, "did not end"))
+		if want := syntax.Check(code); !sameError(got, want) && !refused {
+			t.Errorf("Check(%.12q…) = %+v, in process %+v", code, got, want)
+		}
+		t.Logf("%.12q…: %v, %+v", code, took, got)
+		if bound := sandbox.CheckTimeout + 2*time.Second; took > bound {
+			t.Errorf("Check(%.12q…) took %v, over %v", code, took, bound)
+		}
+		if after.StackSys > before.StackSys+8<<20 {
+			t.Errorf("Check(%.12q…): the runner's stack grew from %d to %d bytes", code, before.StackSys, after.StackSys)
+		}
 	}
-	return 0
+}
+
+// checkError is p.Check(code) as a *sandbox.Error (nil when valid).
+func checkError(p *sandbox.Pool, code string) (*sandbox.Error, error) {
+	err := p.Check(code)
+	if err == nil {
+		return nil, nil
+	}
+	var se *sandbox.Error
+	if !errors.As(err, &se) {
+		return nil, fmt.Errorf("Check(%.20q) = %v, not a *sandbox.Error", code, err)
+	}
+	return se, nil
+}
+
+func sameError(a, b *sandbox.Error) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // A body found valid is not sent to a worker again; one with an error is.
