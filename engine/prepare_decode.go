@@ -235,9 +235,10 @@ func retryPolicy(m map[string]any) *RetryPolicy {
 }
 
 // workflowDecoder returns the engine's protocol.Decoder.Workflow: raw is
-// the workflow object's text, JSON already checked, and nesting deeper
-// than maxDepth (the body's cap, counted from the document) is left to the
-// ordinary read, which reports it.
+// the workflow object's text, not yet checked to be JSON (the decoder
+// refuses what is not, and the body is then read the ordinary way, which
+// names the fault), and nesting deeper than maxDepth (the body's cap,
+// counted from the document) is left to the ordinary read too.
 // A document of more than maxNodes nodes, sub-graphs included, is an
 // errTooManyNodes, found once the limit is passed.
 func workflowDecoder(maxDepth, maxNodes int) func(raw []byte) (any, error) {
@@ -252,21 +253,26 @@ func workflowDecoder(maxDepth, maxNodes int) func(raw []byte) (any, error) {
 // (errTooManyNodes) that it holds more than maxNodes nodes (0: no limit),
 // sub-graphs included: decoding stops there, so that a 6 MB body of empty
 // nodes costs what maxNodes of them do.
+//
+// The decoder checks the text is JSON as it reads it, so the text is
+// scanned once; encoding/json reads it again only when the decoder stops,
+// to say why in its words (the error a document that is not JSON gets is
+// encoding/json's, and one that is JSON and too big is errTooManyNodes).
 func decodeDocument(raw []byte, maxNodes int) (*document, error) {
-	if !json.Valid(raw) {
-		var v any
-		err := json.Unmarshal(raw, &v)
-		if err == nil {
-			err = errors.New("invalid JSON")
-		}
-		return nil, err
-	}
 	d := docDecoder{data: raw, maxDepth: maxDecodeDepth, maxNodes: maxNodes}
-	return d.document()
+	doc, err := d.document()
+	if err == nil || json.Valid(raw) {
+		return doc, err
+	}
+	var v any
+	if err = json.Unmarshal(raw, &v); err == nil {
+		err = errors.New("invalid JSON")
+	}
+	return nil, err
 }
 
-// maxDecodeDepth bounds the decoder's recursion; encoding/json's scanner,
-// which checked the text before, refuses deeper nesting too.
+// maxDecodeDepth bounds the decoder's recursion, as encoding/json's
+// scanner bounds its nesting.
 const maxDecodeDepth = 10_000
 
 var (
@@ -274,8 +280,9 @@ var (
 	errTooManyNodes = errors.New("too many nodes")
 )
 
-// docDecoder reads a document from valid JSON text. It still checks every
-// step, so that text that is not JSON gives an error, never a panic.
+// docDecoder reads a document from JSON text, refusing (with an error,
+// never a panic) all the text encoding/json's scanner refuses, and only
+// that: FuzzDecodeDocument holds it to json.Valid.
 type docDecoder struct {
 	data      []byte
 	pos       int
@@ -601,20 +608,46 @@ func (d *docDecoder) valueIn(where int) (any, error) {
 	return json.Number(d.data[start:d.pos]), nil
 }
 
-// number moves d.pos past the number there.
+// number moves d.pos past the number there, which must be written as
+// JSON writes numbers: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 func (d *docDecoder) number() error {
-	start := d.pos
-	for d.pos < len(d.data) && isNumberByte(d.data[d.pos]) {
+	if d.peek() == '-' {
 		d.pos++
 	}
-	if d.pos == start {
+	switch c := d.peek(); {
+	case c == '0':
+		d.pos++
+	case c >= '1' && c <= '9':
+		d.digits()
+	default:
 		return errDecode
+	}
+	if d.peek() == '.' {
+		d.pos++
+		if !d.digits() {
+			return errDecode
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.pos++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.pos++
+		}
+		if !d.digits() {
+			return errDecode
+		}
 	}
 	return nil
 }
 
-func isNumberByte(c byte) bool {
-	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+// digits moves d.pos past the decimal digits there, reporting whether
+// there was one.
+func (d *docDecoder) digits() bool {
+	start := d.pos
+	for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
+		d.pos++
+	}
+	return d.pos > start
 }
 
 func (d *docDecoder) literal(s string) error {
@@ -772,6 +805,38 @@ func (d *docDecoder) stringEnd() (end int, plain bool) {
 	return -1, false
 }
 
+// validEscapes reports whether every backslash of a string's text (its
+// quotes left out) starts an escape JSON has: \", \\, \/, \b, \f, \n, \r,
+// \t or \u and four hex digits.
+func validEscapes(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i++; i == len(b) {
+			return false
+		}
+		switch b[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if i+4 >= len(b) {
+				return false
+			}
+			for _, c := range b[i+1 : i+5] {
+				if !isHex(c) {
+					return false
+				}
+			}
+			i += 4
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
 // skip reads past the value at d.pos.
 func (d *docDecoder) skip() error {
 	switch d.peek() {
@@ -780,8 +845,8 @@ func (d *docDecoder) skip() error {
 	case '[':
 		return d.array(d.skip)
 	case '"':
-		end, _ := d.stringEnd()
-		if end < 0 {
+		end, plain := d.stringEnd()
+		if end < 0 || !plain && !validEscapes(d.data[d.pos+1:end]) {
 			return errDecode
 		}
 		d.pos = end + 1

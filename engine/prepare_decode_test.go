@@ -109,11 +109,20 @@ func normalize(doc *document) {
 func checkDecodeAgrees(t *testing.T, raw []byte) {
 	t.Helper()
 	got, err := decodeDocument(raw, 0)
+	// The one pass's hook is given text nothing checked before: it must
+	// refuse exactly what encoding/json refuses.
+	_, herr := workflowDecoder(0, 0)(raw)
 	if !json.Valid(raw) {
 		if err == nil {
 			t.Fatalf("%.200q is not JSON, decoded", raw)
 		}
+		if herr == nil {
+			t.Fatalf("%.200q is not JSON, the hook decoded it", raw)
+		}
 		return
+	}
+	if herr != nil {
+		t.Fatalf("%.200q: the hook refused JSON: %v", raw, herr)
 	}
 	if err != nil {
 		t.Fatalf("%.200q: %v", raw, err)
@@ -135,13 +144,20 @@ func TestDecodeDocumentAgrees(t *testing.T) {
 	}
 }
 
+// decodeRefuseCorpus: text that is not JSON, by a little.
+var decodeRefuseCorpus = []string{
+	``, `{`, `{"nodes":[}`, `{"nodes":[{"id":"a",}]}`, `{"a":tru}`, `{"a":"x`, `{"a":1}}`,
+	`{"a":"` + "\x01" + `"}`, `{"a":-}`, `{"a" 1}`, `{"a":[1 2]}`, `{"a":"\q"}`, `{1:2}`,
+	// Numbers and escapes only encoding/json's scanner refused before.
+	`{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`, `{"a":1e+}`, `{"a":--1}`, `{"a":1-2}`, `{"a":+1}`,
+	`{"a":1.5e3.2}`, `{"input":"\q"}`, `{"output":{"x":"\u12"}}`, `{"nodes":[{"x":"\u12G4"}]}`,
+	`{"nodes":[{"with":{"v":[1,2,]}}]}`, `{"output":1E}`, `{"a":-0.}`,
+}
+
 // TestDecodeDocumentRefuses: text that is not JSON is an error, never a
 // panic, from the document's decode and from the one pass's hook.
 func TestDecodeDocumentRefuses(t *testing.T) {
-	for _, raw := range []string{
-		``, `{`, `{"nodes":[}`, `{"nodes":[{"id":"a",}]}`, `{"a":tru}`, `{"a":"x`, `{"a":1}}`,
-		`{"a":"` + "\x01" + `"}`, `{"a":-}`, `{"a" 1}`, `{"a":[1 2]}`, `{"a":"\q"}`, `{1:2}`,
-	} {
+	for _, raw := range decodeRefuseCorpus {
 		if _, err := decodeDocument([]byte(raw), 0); err == nil {
 			t.Errorf("%q decoded", raw)
 		}
@@ -151,7 +167,9 @@ func TestDecodeDocumentRefuses(t *testing.T) {
 					t.Errorf("%q: the hook panicked: %v", raw, r)
 				}
 			}()
-			_, _ = workflowDecoder(128, 0)([]byte(raw))
+			if _, err := workflowDecoder(128, 0)([]byte(raw)); err == nil {
+				t.Errorf("%q: the hook decoded it", raw)
+			}
 		}()
 	}
 }
@@ -230,6 +248,9 @@ func bodyInvalid(t *testing.T, e *Engine, wf string) []protocol.Detail {
 
 func FuzzDecodeDocument(f *testing.F) {
 	for _, raw := range decodeAgreeCorpus {
+		f.Add([]byte(raw))
+	}
+	for _, raw := range decodeRefuseCorpus {
 		f.Add([]byte(raw))
 	}
 	f.Add([]byte(`{"nodes":[{"id":"a","needs":["a",`))

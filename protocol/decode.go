@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -33,11 +32,14 @@ type Decoder struct {
 	// Workflow, when set, decodes the workflow document while the body is
 	// read, so that the engine reads the document's text as the envelope
 	// is read rather than after the envelope's checks. It is called only
-	// for a workflow that is an object, with its text (JSON, checked; the
-	// request's Workflow, so not to be changed). Its result becomes the
-	// request's WorkflowValue. Should Workflow or anything later in the
-	// body fail, the body is read again the ordinary way, WorkflowValue
-	// stays nil, and every problem is reported as without it.
+	// for a workflow that starts as an object, with its text (the
+	// request's Workflow, so not to be changed), which nothing has checked
+	// to be JSON yet: Workflow must refuse text that is not. Its result
+	// becomes the request's WorkflowValue. Should Workflow or anything
+	// later in the body fail, the body is read again the ordinary way,
+	// WorkflowValue stays nil, and every problem is reported as without it.
+	// The request then holds slices of the body (its Workflow, Input and
+	// raw members), which must not be changed while it is in use.
 	Workflow func(raw []byte) (any, error)
 }
 
@@ -93,46 +95,152 @@ func (dc Decoder) check(data []byte, top map[string]json.RawMessage, uerr error,
 // through dc.Workflow, and the others as they are written. ok is false when
 // the body is not an object read to its end without an error, a duplicate
 // workflow member included: the caller then reads it the ordinary way.
+//
+// The body is scanned once: the members are cut out of it by their
+// brackets and quotes, and each is checked to be JSON by what reads it
+// (json.Valid, or dc.Workflow, which must refuse what is not JSON), so
+// that the workflow, most of a body, is not scanned by encoding/json's
+// tokenizer and copied before dc.Workflow reads it. The members are
+// slices of data; a key with an escape or a byte outside ASCII is left to
+// the ordinary read, which unquotes it.
 func (dc Decoder) readTop(data []byte) (top map[string]json.RawMessage, wv any, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	i := blank(data, 0)
+	if i == len(data) || data[i] != '{' {
 		return nil, nil, false
 	}
+	i = blank(data, i+1)
 	top = map[string]json.RawMessage{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
+	if i < len(data) && data[i] == '}' {
+		return top, nil, blank(data, i+1) == len(data)
+	}
+	for {
+		key, next, plain := plainKey(data, i)
+		if !plain {
 			return nil, nil, false
 		}
-		key, _ := t.(string)
-		if key != "workflow" {
-			var raw json.RawMessage
-			if dec.Decode(&raw) != nil {
+		i = blank(data, next)
+		if i == len(data) || data[i] != ':' {
+			return nil, nil, false
+		}
+		i = blank(data, i+1)
+		end := valueEnd(data, i)
+		if end <= i {
+			return nil, nil, false
+		}
+		raw := json.RawMessage(data[i:end:end])
+		if string(key) == "workflow" {
+			if _, dup := top["workflow"]; dup || raw[0] != '{' {
 				return nil, nil, false
 			}
-			top[key] = raw
-			continue
-		}
-		if _, dup := top[key]; dup {
+			var err error
+			if wv, err = dc.Workflow(raw); err != nil {
+				return nil, nil, false
+			}
+		} else if !json.Valid(raw) {
 			return nil, nil, false
 		}
-		var raw json.RawMessage
-		if dec.Decode(&raw) != nil || raw[0] != '{' {
+		top[string(key)] = raw
+		i = blank(data, end)
+		if i == len(data) {
 			return nil, nil, false
 		}
-		if wv, err = dc.Workflow(raw); err != nil {
+		switch data[i] {
+		case ',':
+			i = blank(data, i+1)
+		case '}':
+			return top, wv, blank(data, i+1) == len(data)
+		default:
 			return nil, nil, false
 		}
-		top[key] = raw
 	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, nil, false
+}
+
+// blank returns the index of the first byte from i on that is not JSON
+// white space.
+func blank(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, false
+	return i
+}
+
+// plainKey reads the object key at data[i], a string of printable ASCII
+// without escapes (plain false otherwise), and returns its text and the
+// index after it.
+func plainKey(data []byte, i int) (key []byte, next int, plain bool) {
+	if i == len(data) || data[i] != '"' {
+		return nil, 0, false
 	}
-	return top, wv, true
+	for j := i + 1; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '"':
+			return data[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// valueEnd returns the index after the value starting at data[i], found
+// by its brackets and quotes alone (-1 when they do not close), or, for
+// a number or a literal, at the first byte that cannot be part of one
+// (i itself when there is none: no value).
+// It checks nothing else: the value is checked by what reads it.
+func valueEnd(data []byte, i int) int {
+	if i == len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		return closeQuote(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			case '"':
+				if j = closeQuote(data, j); j < 0 {
+					return -1
+				}
+				j-- // at the closing quote
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(data) {
+		switch data[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// closeQuote returns the index after the closing quote of the string at
+// data[i], -1 when it has none.
+func closeQuote(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
 }
 
 // decodeEnvelope checks the members of the body's top-level object, top as

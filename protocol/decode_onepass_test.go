@@ -28,6 +28,25 @@ var onePassCorpus = []string{
 	`{"version":1,"workflow":{"a":{"b":{"c":{"d":[[[[1]]]]}}}}}`,
 	`{"version":1,"workflow":{"x":"\u00e9\ud83d\ude00"}}`,
 	`[1]`, `null`, ``, `{`, `{"version":1,"workflow":{]}`,
+	// The one pass cuts members out by brackets and quotes and has each
+	// checked by its reader: text that is not JSON anywhere goes back.
+	`{"version":1,"workflow":{"a":01}}`,
+	`{"version":1,"workflow":{"nodes":[]},"input":{"a":1.}}`,
+	`{"version":01,"workflow":{}}`,
+	`{"version":1,"workflow":{},}`,
+	`{"version":1,,"workflow":{}}`,
+	`{"version":1 "workflow":{}}`,
+	`{"version":1,"workflow":{}`,
+	`{"version":1,"workflow":{"a":"}]\"{["},"input":"[{\""}`,
+	`{"vers\u0069on":1,"workflow":{}}`,
+	`{"version":1,"w\u006frkflow":{"nodes":[]}}`,
+	`{"version":1,"workflow":{},"é":[]}`,
+	`{"version":1,"workflow":{"a":[1,2]]}}`,
+	`{"version":1,"workflow":{"a":"` + "\x01" + `"}}`,
+	`{"version":1,"input":tru,"workflow":{}}`,
+	`{"version":1,"trace":true ,"workflow":{"nodes":[]} , "input" : [ ] }`,
+	`{"version":1,"workflow":{"nodes":[]},"input":"\ud800"}`,
+	"{\"version\":1,\"workflow\":{\"x\":\"\xff\"},\"input\":\"\xfe\"}",
 }
 
 // members reads a document's members, keeping them as raw text.
