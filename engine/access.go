@@ -13,14 +13,23 @@ import (
 
 // services returns what preparation learned about the request's runtime
 // services.
-func (c *Compiler) services() *prepServices { return &c.p.svc }
+func (c *Compiler) services() *prepServices {
+	c.p.impure = true
+	return &c.p.svc
+}
 
 // hasRole reports whether a statically named model role resolves (see
 // prep.lookupRole).
-func (c *Compiler) hasRole(role string) bool { return c.p.lookupRole(role) }
+func (c *Compiler) hasRole(role string) bool {
+	c.p.impure = true
+	return c.p.lookupRole(role)
+}
 
 // childDocs returns the request's child workflows by id.
-func (c *Compiler) childDocs() map[string]*document { return c.p.childDocs }
+func (c *Compiler) childDocs() map[string]*document {
+	c.p.impure = true
+	return c.p.childDocs
+}
 
 // subgraph compiles the nodes of a with field as a graph nested in this
 // node (a map's iterations), nil when they are invalid (and reported).

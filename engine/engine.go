@@ -33,6 +33,10 @@ type Engine struct {
 	// A pointer: an Engine is copied (ServeBatch), and the copy's
 	// executions are closed in the same group.
 	closing *sync.WaitGroup
+	// plans keeps the compiled plans of documents seen before
+	// (plancache.go); nil keeps none. A pointer, shared by copies: a plan
+	// is keyed by the limits it was compiled under.
+	plans *planCache
 }
 
 // WaitClosed waits for the services of the executions that have finished
@@ -46,7 +50,7 @@ func (e *Engine) WaitClosed() {
 
 // New returns an engine with the built-in node types.
 func New(limits Limits) *Engine {
-	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}}
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: newPlanCache()}
 	e.Register("set", setKind{})
 	e.Register("fail", failKind{})
 	e.Register("map", mapKind{})
@@ -59,8 +63,12 @@ func New(limits Limits) *Engine {
 	return e
 }
 
-// Register adds or replaces a node type.
-func (e *Engine) Register(name string, k Kind) { e.kinds[name] = k }
+// Register adds or replaces a node type. Plans compiled before are
+// dropped: they may have been compiled with the type it replaces.
+func (e *Engine) Register(name string, k Kind) {
+	e.kinds[name] = k
+	e.plans.reset()
+}
 
 // NodeTypes lists the registered node types, sorted; code only when
 // Services.Code is set.

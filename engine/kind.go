@@ -125,6 +125,7 @@ func (c *Compiler) SecretTemplate(field string) lang.Template {
 	if !ok {
 		return lang.Template{}
 	}
+	c.p.impure = true // the request's secret names
 	sc := *c.sc
 	sc.Secrets = c.p.secretNames
 	sc.Node = c.NodeID()
@@ -135,7 +136,10 @@ func (c *Compiler) SecretTemplate(field string) lang.Template {
 
 // Request returns the execution request, for static checks against the
 // runtime payload.
-func (c *Compiler) Request() *protocol.ExecutionRequest { return c.p.req }
+func (c *Compiler) Request() *protocol.ExecutionRequest {
+	c.p.impure = true
+	return c.p.req
+}
 
 // Engine returns the engine, for its configuration.
 func (c *Compiler) Engine() *Engine { return c.p.e }

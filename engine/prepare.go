@@ -38,6 +38,10 @@ type prep struct {
 	input       *lang.InputShape // the input schema of the document being compiled
 	fanout      bool             // a map distributes (with.distribute)
 	tally       lang.Tally       // expressions compiled, against maxExpressions
+	// impure is set when compiling read something of the request (its
+	// runtime payload, its secrets' names) or ran a kind the engine does
+	// not know to read nothing of it: the plan is then not cached.
+	impure bool
 }
 
 // Prepare checks an execution request before acceptance. The error is a
@@ -45,7 +49,7 @@ type prep struct {
 // checks the body's structure (duplicate keys, nesting).
 func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 	d := &detailList{}
-	x := e.prepare(req, d, true)
+	x := e.prepare(req, d, prepareRun)
 	if err := d.err(); err != nil {
 		x.discard()
 		return nil, err
@@ -53,18 +57,43 @@ func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
 	return x, nil
 }
 
+// prepareMode says what prepare is for.
+type prepareMode int
+
+const (
+	prepareRun      prepareMode = iota // an execution: input checked, plans cached
+	prepareValidate                    // Validate of a request body: no plan cache
+	prepareBare                        // Validate of a bare document: no input either
+)
+
 // prepare runs every check of req, recording problems in d, and returns the
 // execution as far as it could be built (nil when no workflow was found).
-func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInput bool) *Execution {
+func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode prepareMode) *Execution {
 	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
 	p.tally.Max = p.limits.MaxExpressions
 	for name := range req.Runtime.HTTP.Secrets {
 		p.secretNames[name] = true
 	}
+	// A document seen before is not decoded, checked or compiled again
+	// (plancache.go); a request with child workflows compiles them against
+	// the document's own counts, so it never uses a plan.
+	plans := e.plans
+	if mode != prepareRun || len(req.Runtime.Workflows) > 0 {
+		plans = nil
+	}
+	var pl *plan
+	if plans != nil && req.Workflow != nil {
+		switch v := req.WorkflowValue.(type) {
+		case *plan: // found by the body's decoder (Engine.check)
+			pl = v
+		case nil:
+			pl = plans.get(plans.key(req.Workflow, p.limits, e.Services.Code != nil), req.Workflow)
+		}
+	}
 	var doc *document
 	if dd, ok := req.WorkflowValue.(*document); ok {
 		doc = checkDocument("workflow", dd, d)
-	} else if req.Workflow != nil {
+	} else if req.Workflow != nil && pl == nil {
 		doc = parseDocument("workflow", req.Workflow, p.limits.MaxNodes, d)
 	}
 	for i, raw := range req.Runtime.Workflows {
@@ -90,20 +119,28 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 	p.prepareServices()
 	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http, limits: p.limits}
 	defer func() { x.fanout = p.fanout }()
-	if doc == nil {
+	switch {
+	case pl != nil:
+		x.g, p.fanout = pl.g, pl.fanout
+	case doc == nil:
 		return x
-	}
-	x.g = p.compileDocument("workflow", doc)
-	for _, id := range sortedKeys(p.childDocs) {
-		if p.children[id] == nil {
-			p.children[id] = p.compileDocument(childPath(req, id), p.childDocs[id])
+	default:
+		x.g = p.compileDocument("workflow", doc)
+		for _, id := range sortedKeys(p.childDocs) {
+			if p.children[id] == nil {
+				p.children[id] = p.compileDocument(childPath(req, id), p.childDocs[id])
+			}
 		}
 	}
-	if x.g != nil && withInput {
+	if x.g != nil && mode != prepareBare {
 		x.input = p.checkInput(x.g, req.Input)
 	}
 	if d.len() > 0 {
 		return x
+	}
+	if plans != nil && pl == nil && !p.impure {
+		plans.put(plans.key(req.Workflow, p.limits, e.Services.Code != nil), req.Workflow, x.g, p.fanout, planBound(p.limits))
+		p.detach()
 	}
 	x.secretValues = make(map[string]any, len(req.Runtime.HTTP.Secrets))
 	for name, s := range req.Runtime.HTTP.Secrets {
@@ -113,6 +150,15 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, withInpu
 	// table serves every execution that brings no runtime.models.
 	x.redact = newScrubber(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
 	return x
+}
+
+// detach drops what the preparation holds of its request once its graph
+// is cached: the graph's expression scopes keep the prep (the compilers
+// of its nodes), and a cached plan must keep nothing of the request that
+// compiled it (its body, input or secrets) past that request.
+func (p *prep) detach() {
+	p.req, p.d, p.svc = nil, nil, prepServices{}
+	p.secretNames, p.childDocs, p.children = nil, nil, nil
 }
 
 // discard releases what an execution that will not run holds.

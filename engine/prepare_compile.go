@@ -133,6 +133,9 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *la
 		p.d.add(n.path+".type", "node %q: unknown node type %q (this runner runs %s)", nd.ID, nd.Type, strings.Join(p.e.NodeTypes(), ", "))
 		return
 	}
+	if !pureKind(kind) {
+		p.impure = true
+	}
 	np.c = Compiler{p: p, g: g, n: n, doc: nd, sc: sc}
 	c := &np.c
 	n.step = kind.Prepare(c)
@@ -143,4 +146,17 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *la
 	if n.dynamic || n.when != nil && n.when.Dynamic() {
 		n.ancestors = sc.Ancestors
 	}
+}
+
+// pureKind reports whether a kind's Prepare reads nothing of the request
+// but the node's document and the engine's configuration, so that what it
+// compiles may be cached (plancache.go). The kinds that read the runtime
+// payload mark the preparation impure as they read it too; a kind
+// registered from outside the engine may read anything.
+func pureKind(k Kind) bool {
+	switch k.(type) {
+	case setKind, failKind, mapKind, codeKind:
+		return true
+	}
+	return false
 }

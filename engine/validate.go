@@ -31,7 +31,7 @@ func (e *Engine) Validate(src []byte) []Problem {
 		body = append(body, src...)
 		body = append(body, '}')
 	}
-	x, d, syn := e.check(body, bare)
+	x, d, syn := e.check(body, bare, false)
 	x.discard()
 	if syn != nil {
 		off := syn.Offset
@@ -74,7 +74,7 @@ const bareWrap = `{"version":1,"workflow":`
 // keys, nesting), envelope, workflow, input — and prepares its execution.
 // The error is a *protocol.Invalid listing every error with its path.
 func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
-	x, d, _ := e.check(body, false)
+	x, d, _ := e.check(body, false, true)
 	if err := d.err(); err != nil {
 		x.discard()
 		return nil, err
@@ -88,10 +88,30 @@ func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
 // check runs every check on a request body. bare says the body wraps a
 // workflow document given alone: there is no input to check then. syn is
 // set when the body is not JSON, and nothing else was checked.
-func (e *Engine) check(body []byte, bare bool) (x *Execution, d *detailList, syn *protocol.Syntax) {
+func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *detailList, syn *protocol.Syntax) {
 	d = &detailList{bare: bare}
 	l := e.Limits.WithDefaults()
-	req, err := protocol.Decoder{MaxDepth: l.MaxDepth, Workflow: workflowDecoder(l.MaxDepth, l.MaxNodes)}.DecodeAll(body)
+	mode := prepareValidate
+	switch {
+	case bare:
+		mode = prepareBare
+	case run:
+		mode = prepareRun
+	}
+	wf := workflowDecoder(l.MaxDepth, l.MaxNodes)
+	if mode == prepareRun && e.plans != nil {
+		// A document whose plan is cached is not decoded (prepare finds
+		// the plan as the request's WorkflowValue).
+		decode, code := wf, e.Services.Code != nil
+		wf = func(raw []byte) (any, error) {
+			k := e.plans.key(raw, l, code)
+			if pl := e.plans.get(k, raw); pl != nil {
+				return pl, nil
+			}
+			return decode(raw)
+		}
+	}
+	req, err := protocol.Decoder{MaxDepth: l.MaxDepth, Workflow: wf}.DecodeAll(body)
 	var inv *protocol.Invalid
 	if errors.As(err, &inv) && inv.Syntax != nil {
 		syn = inv.Syntax
@@ -100,7 +120,7 @@ func (e *Engine) check(body []byte, bare bool) (x *Execution, d *detailList, syn
 	if req == nil {
 		return nil, d, syn
 	}
-	return e.prepare(req, d, !bare), d, nil
+	return e.prepare(req, d, mode), d, nil
 }
 
 // isBareDocument reports whether src is a JSON object without the members

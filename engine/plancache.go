@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"bytes"
+	"container/list"
+	"hash/maphash"
+	"sync"
+)
+
+// A workflow server sends the same workflow document with every execution
+// of it, and Prepare spent most of a request decoding, checking and
+// compiling that document again. What compiling a document produced is
+// therefore kept, keyed by the document's exact text, and a request that
+// brings the same text again skips the decode and every document stage:
+// only its own parts (envelope, permissions, runtime services, input
+// against the kept input schema, secrets) are prepared.
+//
+// Only what no request can change is kept. A document is cached only
+// when it was prepared without any problem, with no runtime.workflows in
+// its request, and its compile read nothing of the request: a node kind
+// that looks at the runtime payload (model, agent, tool, http, workflow,
+// or any kind registered from outside the engine) or a field that may name
+// secrets marks the preparation impure (prep.impure), and its plan is not
+// kept. A compiled graph is immutable while it runs (its reachability is
+// computed once, behind a sync.Once), as a map's sub-graph already runs
+// its iterations at once, so one plan serves concurrent executions.
+
+// The cache holds at most a planMemoryShare-th of the process's memory
+// (Limits.MemoryMB: 64 MB of 512), counted as the text of the documents
+// it keeps and an estimate of their compiled graphs (planSize). A
+// document whose estimate is over half the bound (planMaxShare) is never kept,
+// so that one author cannot empty the cache with one document; any number
+// of distinct documents only evict each other.
+const (
+	planMemoryShare = 8
+	planMaxShare    = 2 // a plan is at most half the bound
+)
+
+// planBound returns the plan cache's bound under limits (defaults applied).
+func planBound(l Limits) int64 { return int64(l.MemoryMB) << 20 / planMemoryShare }
+
+// planKey is the cache's map key: the hash of a document's text, and what
+// else the compile read of the engine (its limits, whether it has a
+// sandbox). The text itself is compared on a hit.
+type planKey struct {
+	sum    uint64
+	limits Limits
+	code   bool
+}
+
+// plan is what compiling one document produced.
+type plan struct {
+	key    planKey
+	text   string
+	g      *graph
+	fanout bool // a map distributes
+	size   int64
+	elem   *list.Element // in planCache.lru
+}
+
+// planCache keeps plans under a byte bound, the least recently used
+// evicted first. It is safe for concurrent use; the zero value is not
+// usable (newPlanCache), and a nil *planCache keeps nothing.
+type planCache struct {
+	seed maphash.Seed
+
+	mu   sync.Mutex
+	used int64
+	m    map[planKey]*plan
+	lru  list.List // of *plan, most recent first
+}
+
+func newPlanCache() *planCache {
+	return &planCache{seed: maphash.MakeSeed(), m: map[planKey]*plan{}}
+}
+
+// key returns the key of text prepared under limits.
+func (c *planCache) key(text []byte, limits Limits, code bool) planKey {
+	return planKey{sum: maphash.Bytes(c.seed, text), limits: limits, code: code}
+}
+
+// get returns the plan of text, nil when none is kept.
+func (c *planCache) get(k planKey, text []byte) *plan {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.m[k]
+	if p == nil || p.text != string(text) {
+		return nil
+	}
+	c.lru.MoveToFront(p.elem)
+	return p
+}
+
+// put keeps the plan of text, evicting the least recently used plans to
+// hold the cache within max bytes; a plan over max/planMaxShare is not
+// kept.
+func (c *planCache) put(k planKey, text []byte, g *graph, fanout bool, max int64) {
+	if c == nil {
+		return
+	}
+	size := planSize(text)
+	if size > max/planMaxShare {
+		return
+	}
+	p := &plan{key: k, text: string(text), g: g, fanout: fanout, size: size}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.m[k]; old != nil {
+		c.remove(old)
+	}
+	for c.used+size > max {
+		c.remove(c.lru.Back().Value.(*plan))
+	}
+	p.elem = c.lru.PushFront(p)
+	c.m[k] = p
+	c.used += size
+}
+
+func (c *planCache) remove(p *plan) {
+	c.lru.Remove(p.elem)
+	delete(c.m, p.key)
+	c.used -= p.size
+}
+
+// reset drops every plan (a node type was registered).
+func (c *planCache) reset() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	c.lru.Init()
+	c.used = 0
+}
+
+// bytes returns what the cache holds by its estimate, and how many plans.
+func (c *planCache) bytes() (int64, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, len(c.m)
+}
+
+// planSize estimates what a plan of text holds of the heap: the text, the
+// values decoded from it, and the graph compiled from them. It counts what
+// makes the heap grow faster than the text (an object becomes a map, each
+// member or element a slot, a node its compiled node and scope), so that
+// no shape of document is kept for less than it costs: TestPlanCacheEstimate
+// holds it above the heap measured for plain and hostile shapes.
+func planSize(text []byte) int64 {
+	return 2*int64(len(text)) +
+		planObjectBytes*int64(bytes.Count(text, []byte{'{'})) +
+		planArrayBytes*int64(bytes.Count(text, []byte{'['})) +
+		planMemberBytes*int64(bytes.Count(text, []byte{','}))
+}
+
+// What planSize counts per object, array and comma (a member or an
+// element after the first): a small map's header and first group, a
+// slice's header, a slot and its boxed value.
+const (
+	planObjectBytes = 448
+	planArrayBytes  = 64
+	planMemberBytes = 72
+)
