@@ -85,12 +85,53 @@ func BenchmarkPrepare(b *testing.B) {
 		{"hello", string(hello)},
 		{"chain1000", chainBody(1000)},
 	} {
+		// The same request every iteration: from the second on, its
+		// document's plan is cached (plancache.go).
 		b.Run(bc.name, func(b *testing.B) {
 			e := New(DefaultLimits())
 			req := decodeReq(b, bc.body)
 			b.ReportAllocs()
 			for range b.N {
 				if _, err := e.Prepare(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// cold: a document never seen, compiled in full.
+		b.Run(bc.name+"/cold", func(b *testing.B) {
+			e := New(DefaultLimits())
+			e.plans = nil
+			req := decodeReq(b, bc.body)
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := e.Prepare(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// PrepareBody, as the handler calls it: the body decoded too, warm
+	// (the same body) and cold (its document new text every iteration).
+	for _, warm := range []bool{true, false} {
+		name := "body/chain1000/warm"
+		if !warm {
+			name = "body/chain1000/cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := New(DefaultLimits())
+			chain := chainBody(1000)
+			bodies := make([][]byte, b.N)
+			for i := range bodies {
+				if warm && i > 0 {
+					bodies[i] = bodies[0]
+					continue
+				}
+				bodies[i] = []byte(strings.Replace(chain, `"workflow":{`, fmt.Sprintf(`"workflow":{"id":"w%d",`, i), 1))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := e.PrepareBody(bodies[i]); err != nil {
 					b.Fatal(err)
 				}
 			}

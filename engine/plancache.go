@@ -5,6 +5,8 @@ import (
 	"container/list"
 	"hash/maphash"
 	"sync"
+
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // A workflow server sends the same workflow document with every execution
@@ -165,3 +167,9 @@ const (
 	planArrayBytes  = 64
 	planMemberBytes = 72
 )
+
+// KnownWorkflow tells the body's decoder that the plan's text passed its
+// structure checks when it was compiled (protocol.KnownWorkflow).
+func (*plan) KnownWorkflow() {}
+
+var _ protocol.KnownWorkflow = (*plan)(nil)

@@ -39,8 +39,19 @@ type Decoder struct {
 	// later in the body fail, the body is read again the ordinary way,
 	// WorkflowValue stays nil, and every problem is reported as without it.
 	// The request then holds slices of the body (its Workflow, Input and
-	// raw members), which must not be changed while it is in use.
+	// raw members), which must not be changed while it is in use. A
+	// result that is a KnownWorkflow is not walked again.
 	Workflow func(raw []byte) (any, error)
+}
+
+// KnownWorkflow is implemented by a Workflow result that stands for a
+// document the caller has seen before in a body that passed the
+// structure checks under the same MaxDepth (a cached compilation of the
+// same text): its nesting and keys are not walked again. The workflow is
+// always the body's top-level member, so its text is as deep, and its
+// objects hold the same keys, in every body.
+type KnownWorkflow interface {
+	KnownWorkflow()
 }
 
 // DecodeAll is DecodeRequest that keeps going: it returns the request as
@@ -50,8 +61,13 @@ type Decoder struct {
 // an *Invalid) or is nested deeper than MaxDepth.
 func (dc Decoder) DecodeAll(data []byte) (*ExecutionRequest, error) {
 	if dc.Workflow != nil {
-		if top, wv, ok := dc.readTop(data); ok {
-			req, err := dc.check(data, top, nil, walkValid)
+		if top, wv, span, ok := dc.readTop(data); ok {
+			walked := data
+			if _, known := wv.(KnownWorkflow); known {
+				// The rest of the body is walked, the workflow as {}.
+				walked = slices.Concat(data[:span[0]], []byte("{}"), data[span[1]:])
+			}
+			req, err := dc.check(walked, top, nil, walkValid)
 			if req != nil {
 				req.WorkflowValue = wv
 			}
@@ -92,7 +108,8 @@ func (dc Decoder) check(data []byte, top map[string]json.RawMessage, uerr error,
 }
 
 // readTop reads the body's top-level members in one pass, the workflow
-// through dc.Workflow, and the others as they are written. ok is false when
+// through dc.Workflow, and the others as they are written; span is where
+// the workflow's text is in data. ok is false when
 // the body is not an object read to its end without an error, a duplicate
 // workflow member included: the caller then reads it the ordinary way.
 //
@@ -103,54 +120,55 @@ func (dc Decoder) check(data []byte, top map[string]json.RawMessage, uerr error,
 // tokenizer and copied before dc.Workflow reads it. The members are
 // slices of data; a key with an escape or a byte outside ASCII is left to
 // the ordinary read, which unquotes it.
-func (dc Decoder) readTop(data []byte) (top map[string]json.RawMessage, wv any, ok bool) {
+func (dc Decoder) readTop(data []byte) (top map[string]json.RawMessage, wv any, span [2]int, ok bool) {
 	i := blank(data, 0)
 	if i == len(data) || data[i] != '{' {
-		return nil, nil, false
+		return nil, nil, span, false
 	}
 	i = blank(data, i+1)
 	top = map[string]json.RawMessage{}
 	if i < len(data) && data[i] == '}' {
-		return top, nil, blank(data, i+1) == len(data)
+		return top, nil, span, blank(data, i+1) == len(data)
 	}
 	for {
 		key, next, plain := plainKey(data, i)
 		if !plain {
-			return nil, nil, false
+			return nil, nil, span, false
 		}
 		i = blank(data, next)
 		if i == len(data) || data[i] != ':' {
-			return nil, nil, false
+			return nil, nil, span, false
 		}
 		i = blank(data, i+1)
 		end := valueEnd(data, i)
 		if end <= i {
-			return nil, nil, false
+			return nil, nil, span, false
 		}
 		raw := json.RawMessage(data[i:end:end])
 		if string(key) == "workflow" {
 			if _, dup := top["workflow"]; dup || raw[0] != '{' {
-				return nil, nil, false
+				return nil, nil, span, false
 			}
 			var err error
 			if wv, err = dc.Workflow(raw); err != nil {
-				return nil, nil, false
+				return nil, nil, span, false
 			}
+			span = [2]int{i, end}
 		} else if !json.Valid(raw) {
-			return nil, nil, false
+			return nil, nil, span, false
 		}
 		top[string(key)] = raw
 		i = blank(data, end)
 		if i == len(data) {
-			return nil, nil, false
+			return nil, nil, span, false
 		}
 		switch data[i] {
 		case ',':
 			i = blank(data, i+1)
 		case '}':
-			return top, wv, blank(data, i+1) == len(data)
+			return top, wv, span, blank(data, i+1) == len(data)
 		default:
-			return nil, nil, false
+			return nil, nil, span, false
 		}
 	}
 }

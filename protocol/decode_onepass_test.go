@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -113,6 +114,7 @@ func checkOnePass(t *testing.T, body []byte, maxDepth int) bool {
 	if !reflect.DeepEqual(plain, hooked) {
 		t.Fatalf("%.200q: requests differ\n plain  %+v\n hooked %+v", body, plain, hooked)
 	}
+	checkKnown(t, body, maxDepth, plain, perr)
 	if wv == nil {
 		return false
 	}
@@ -124,4 +126,55 @@ func checkOnePass(t *testing.T, body []byte, maxDepth int) bool {
 		t.Fatalf("%.200q: WorkflowValue %v, want %v (%v)", body, wv, want, err)
 	}
 	return true
+}
+
+// known is a Workflow result that says its document was checked before.
+type known struct{}
+
+func (known) KnownWorkflow() {}
+
+// checkKnown: a body whose workflow has nothing wrong with its structure
+// (the only kind a caller has seen before) decodes with a hook that says
+// it is known, and so is not walked again, as it does without the hook.
+func checkKnown(t *testing.T, body []byte, maxDepth int, plain *ExecutionRequest, perr error) {
+	t.Helper()
+	var inv *Invalid
+	if errors.As(perr, &inv) {
+		for _, d := range inv.Details {
+			if d.Path == "workflow" || strings.HasPrefix(d.Path, "workflow.") || strings.HasPrefix(d.Path, "workflow[") {
+				return
+			}
+		}
+	}
+	req, err := Decoder{MaxDepth: maxDepth, Workflow: func(raw []byte) (any, error) {
+		if !json.Valid(raw) {
+			return nil, errors.New("not JSON")
+		}
+		return known{}, nil
+	}}.DecodeAll(body)
+	if fmt.Sprint(perr) != fmt.Sprint(err) {
+		t.Fatalf("%.200q: errors differ\n plain %v\n known %v", body, perr, err)
+	}
+	if req != nil {
+		req.WorkflowValue = nil
+	}
+	if !reflect.DeepEqual(plain, req) {
+		t.Fatalf("%.200q: requests differ\n plain %+v\n known %+v", body, plain, req)
+	}
+}
+
+// TestDecodeKnownWorkflow: what a known workflow skips is its own walk,
+// never the rest of the body's.
+func TestDecodeKnownWorkflow(t *testing.T) {
+	hook := func([]byte) (any, error) { return known{}, nil }
+	for _, tt := range []struct{ body, want string }{
+		{`{"version":1,"workflow":{"nodes":[]},"input":{"a":1,"a":2}}`, `duplicate key "a"`},
+		{`{"version":1,"workflow":{"nodes":[]},"input":[[[[[1]]]]]}`, "nested deeper than maxDepth (4 levels)"},
+		{`{"version":1,"workflow":{"nodes":[]},"version":1}`, `duplicate key "version"`},
+	} {
+		_, err := Decoder{MaxDepth: 4, Workflow: hook}.DecodeAll([]byte(tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.body, err, tt.want)
+		}
+	}
 }
