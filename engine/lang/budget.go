@@ -609,6 +609,10 @@ type compiled struct {
 	// secretWhy says how the text breaks the secret rule (secret.go), ""
 	// when it keeps it.
 	secretWhy string
+	// expr is the Expression every use of the text gets once its names
+	// are checked where it sits: it depends on the text alone, so it is
+	// made once with the compilation, in the same allocation.
+	expr Expression
 }
 
 // configs holds the compiler configurations compileBudgeted uses. expr

@@ -65,13 +65,20 @@ func compileProgram(src string) (*compiled, error) {
 		}
 	}
 	if c := compileQuick(src); c != nil {
+		c.fillExpr()
 		if len(src) <= quickMemoMaxKey {
 			slot.c.Store(c)
 			slot.hash.Store(h)
 		}
 		return c, nil
 	}
-	return programs.Get(src, func() (*compiled, error) { return compileBudgeted(src, true) })
+	return programs.Get(src, func() (*compiled, error) {
+		c, err := compileBudgeted(src, true)
+		if err == nil {
+			c.fillExpr()
+		}
+		return c, err
+	})
 }
 
 // evictionSample is how many entries are compared to choose the one a full

@@ -21,9 +21,9 @@ func constantTimeNode(n tnode) bool {
 			}
 		}
 		return true
-	case object:
-		for _, v := range n.vals {
-			if !constantTimeNode(v) {
+	case *object:
+		for _, m := range n.members {
+			if !constantTimeNode(m.val) {
 				return false
 			}
 		}

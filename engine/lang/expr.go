@@ -95,7 +95,6 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 		return nil, fmt.Errorf("expression %q: %s", src, firstLine(err.Error()))
 	}
 	c := cp.refs
-	e := &Expression{src: src, cp: cp, typ: cp.typ, budgeted: cp.budgeted}
 	for _, name := range c.roots {
 		switch {
 		case name == "input", name == "execution", slices.Contains(c.lets, name):
@@ -122,7 +121,6 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 			return nil, fmt.Errorf("expression %q: nodes.%s is not upstream of this node%s", src, id, hint)
 		}
 	}
-	e.refs = distinct(c.nodeRefs)
 	for _, f := range c.nodeFields {
 		fields := stateFields
 		if f.sub {
@@ -136,14 +134,6 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path(), what, DidYouMean(f.field, fields))
 		}
 	}
-	e.all = c.nodesUses > len(c.nodeRefs)
-	for _, name := range c.secretRefs {
-		if !slices.Contains(e.secretRefs, name) {
-			e.secretRefs = append(e.secretRefs, name)
-		}
-	}
-	e.allSecrets = c.secretUses > len(c.secretRefs)
-	e.inputRefs = distinct(c.inputRefs)
 	if sc.Secrets != nil && cp.secretWhy != "" {
 		return nil, fmt.Errorf("%sexpression %q %s: %s", nodePrefix(sc), src, cp.secretWhy, secretRule)
 	}
@@ -154,7 +144,23 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 			}
 		}
 	}
-	return e, nil
+	return &cp.expr, nil
+}
+
+// fillExpr makes c's Expression, before c is shared.
+func (c *compiled) fillExpr() {
+	r := c.refs
+	e := &c.expr
+	*e = Expression{src: c.src, cp: c, typ: c.typ, budgeted: c.budgeted}
+	e.refs = distinct(r.nodeRefs)
+	e.all = r.nodesUses > len(r.nodeRefs)
+	for _, name := range r.secretRefs {
+		if !slices.Contains(e.secretRefs, name) {
+			e.secretRefs = append(e.secretRefs, name)
+		}
+	}
+	e.allSecrets = r.secretUses > len(r.secretRefs)
+	e.inputRefs = distinct(r.inputRefs)
 }
 
 // secretRule is the rule a refused use of a secret breaks, as messages

@@ -54,9 +54,45 @@ type mixed struct {
 	exprs []*Expression
 }
 
-type object struct {
-	keys []string
-	vals []tnode
+// object is a JSON object with a template among its values, its members
+// sorted by key. It is used by pointer: newObject makes it and its
+// members in one allocation.
+type object struct{ members []member }
+
+type member struct {
+	key string
+	val tnode
+}
+
+// newObject returns an object of n members. Most objects templates hold
+// (a node's with, an http request's headers) are small: their members are
+// allocated with the object, one allocation where there were three (keys,
+// values, the object put in an interface).
+func newObject(n int) *object {
+	switch n {
+	case 1:
+		b := &struct {
+			o object
+			m [1]member
+		}{}
+		b.o.members = b.m[:]
+		return &b.o
+	case 2:
+		b := &struct {
+			o object
+			m [2]member
+		}{}
+		b.o.members = b.m[:]
+		return &b.o
+	case 3, 4:
+		b := &struct {
+			o object
+			m [4]member
+		}{}
+		b.o.members = b.m[:n]
+		return &b.o
+	}
+	return &object{members: make([]member, n)}
 }
 
 type array struct{ elems []tnode }
@@ -99,34 +135,42 @@ func compileNode(path *valuePath, v any, sc *Scope, errs Problems, t *Template) 
 		}
 		return compileString(path, v, sc, errs, t)
 	case map[string]any:
-		keys := make([]string, 0, len(v))
+		o := newObject(len(v))
+		i := 0
 		for k := range v {
-			keys = append(keys, k)
+			o.members[i].key = k
+			i++
 		}
-		slices.Sort(keys)
-		o := object{keys: keys, vals: make([]tnode, len(keys))}
+		if len(o.members) > 1 {
+			slices.SortFunc(o.members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+		}
 		static := true
-		for i, k := range keys {
-			o.vals[i] = compileNode(&valuePath{parent: path, key: k}, v[k], sc, errs, t)
-			if _, ok := o.vals[i].(literal); !ok {
+		for i := range o.members {
+			m := &o.members[i]
+			path.push(pathSeg{key: m.key})
+			m.val = compileNode(path, v[m.key], sc, errs, t)
+			path.pop()
+			if _, ok := m.val.(literal); !ok {
 				static = false
 			}
 		}
 		if static {
 			// The compiled literals, not v: an escaped $${{ is already
 			// unescaped in them.
-			m := make(map[string]any, len(keys))
-			for i, k := range keys {
-				m[k] = o.vals[i].(literal).v
+			lit := make(map[string]any, len(o.members))
+			for _, m := range o.members {
+				lit[m.key] = m.val.(literal).v
 			}
-			return literal{m}
+			return literal{lit}
 		}
 		return o
 	case []any:
 		a := array{elems: make([]tnode, len(v))}
 		static := true
 		for i, e := range v {
-			a.elems[i] = compileNode(&valuePath{parent: path, index: i, elem: true}, e, sc, errs, t)
+			path.push(pathSeg{index: i, elem: true})
+			a.elems[i] = compileNode(path, e, sc, errs, t)
+			path.pop()
 			if _, ok := a.elems[i].(literal); !ok {
 				static = false
 			}
@@ -377,14 +421,14 @@ func writeInterpolated(b *strings.Builder, v any) error {
 	return nil
 }
 
-func (o object) eval(ev *Evaluator) (any, error) {
-	out := make(map[string]any, len(o.keys))
-	for i, k := range o.keys {
-		v, err := o.vals[i].eval(ev)
+func (o *object) eval(ev *Evaluator) (any, error) {
+	out := make(map[string]any, len(o.members))
+	for _, m := range o.members {
+		v, err := m.val.eval(ev)
 		if err != nil {
 			return nil, err
 		}
-		out[k] = v
+		out[m.key] = v
 	}
 	return out, nil
 }
@@ -401,38 +445,64 @@ func (a array) eval(ev *Evaluator) (any, error) {
 	return out, nil
 }
 
-// valuePath is where a template value sits, rendered only when a problem
-// is reported: building the path string of every value as it is compiled
-// would cost the document's depth times its size.
+// valuePath is where the template value being compiled sits, rendered
+// only when a problem is reported: building the path string of every
+// value as it is compiled would cost the document's depth times its size.
+// It is a stack, pushed and popped as compileNode walks the value, so that
+// walking allocates nothing until a value is nested deeper than its
+// buffer (a path of linked frames, one per value, escaped to the heap).
 type valuePath struct {
-	parent *valuePath
-	root   string // set on the outermost
+	root   string
 	suffix string // follows root
-	key    string
-	index  int
-	elem   bool
+	// The steps: the first ones in buf, the rest in more (a slice into buf
+	// would point the path at itself, which moves it to the heap).
+	n    int
+	buf  [8]pathSeg
+	more []pathSeg
+}
+
+// pathSeg is one step of a valuePath below its root: a member's key, or
+// an array element's index.
+type pathSeg struct {
+	key   string
+	index int
+	elem  bool
+}
+
+func (p *valuePath) push(s pathSeg) {
+	if p.n < len(p.buf) {
+		p.buf[p.n] = s
+	} else {
+		p.more = append(p.more, s)
+	}
+	p.n++
+}
+
+func (p *valuePath) pop() {
+	if p.n--; p.n >= len(p.buf) {
+		p.more = p.more[:p.n-len(p.buf)]
+	}
 }
 
 func (p *valuePath) String() string {
-	var segs []*valuePath
-	for c := p; c != nil; c = c.parent {
-		segs = append(segs, c)
-	}
 	var b strings.Builder
-	for i := len(segs) - 1; i >= 0; i-- {
-		c := segs[i]
-		switch {
-		case c.parent == nil:
-			b.WriteString(c.root)
-			b.WriteString(c.suffix)
-		case c.elem:
-			b.WriteString("[" + strconv.Itoa(c.index) + "]")
-		default:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(c.key)
+	b.WriteString(p.root)
+	b.WriteString(p.suffix)
+	for i := range p.n {
+		var s pathSeg
+		if i < len(p.buf) {
+			s = p.buf[i]
+		} else {
+			s = p.more[i-len(p.buf)]
 		}
+		if s.elem {
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
 	}
 	return b.String()
 }
