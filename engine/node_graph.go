@@ -46,9 +46,9 @@ func (mapKind) Prepare(c *Compiler) Step {
 	if v, ok := c.Raw("output"); ok {
 		outer := c.sc
 		sc := &lang.Scope{
-			Visible: func(id string) bool { return sub.has(id) || outer.Visible(id) },
+			Visible: func(id string) bool { return sub.has(id) || outer.IsVisible(id) },
 			Ancestors: func() []string {
-				ids := outer.Ancestors()
+				ids := outer.AncestorIDs()
 				for _, n := range sub.nodes {
 					ids = append(ids, n.id)
 				}

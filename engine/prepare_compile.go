@@ -105,20 +105,34 @@ var statelessOnly = map[string]string{
 }
 
 // nodePrep is what compiling a node keeps: its scope, and the compiler
-// that holds it for as long as either lives.
+// that holds it for as long as either lives. It is its scope's Upstream
+// (the node's place in its graph), so a node's scope allocates nothing.
 type nodePrep struct {
-	sc lang.Scope
-	c  Compiler
+	sc    lang.Scope
+	c     Compiler
+	g     *graph
+	i     int
+	outer *lang.Scope
 }
+
+// Visible reports whether node np.i may read nodes.<id>: an upstream node
+// of its graph, or one the enclosing scope sees that the graph does not
+// shadow.
+func (np *nodePrep) Visible(id string) bool {
+	return np.g.upstream(np.i, id) || np.outer != nil && !np.g.has(id) && np.outer.IsVisible(id)
+}
+
+// Ancestors lists the ids node np.i may read.
+func (np *nodePrep) Ancestors() []string { return np.g.ancestorIDs(np.i, np.outer) }
 
 func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *lang.Scope, item bool) {
 	n := g.nodes[i]
+	np.g, np.i, np.outer = g, i, outer
 	np.sc = lang.Scope{
-		Tally:     &p.tally,
-		Input:     p.input,
-		Visible:   func(id string) bool { return g.upstream(i, id) || outer != nil && !g.has(id) && outer.Visible(id) },
-		Ancestors: func() []string { return g.ancestorIDs(i, outer) },
-		Item:      item,
+		Tally:    &p.tally,
+		Input:    p.input,
+		Upstream: np,
+		Item:     item,
 	}
 	sc := &np.sc
 	if nd.When != "" {
@@ -144,7 +158,7 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *la
 	}
 	n.inline = n.inlineable()
 	if n.dynamic || n.when != nil && n.when.Dynamic() {
-		n.ancestors = sc.Ancestors
+		n.ancestors = func() []string { return g.ancestorIDs(i, outer) }
 	}
 }
 

@@ -251,7 +251,7 @@ func (g *graph) ancestorIDs(i int, outer *lang.Scope) []string {
 		}
 	}
 	if outer != nil {
-		for _, id := range outer.Ancestors() {
+		for _, id := range outer.AncestorIDs() {
 			if !g.has(id) {
 				ids = append(ids, id)
 			}

@@ -24,6 +24,10 @@ type Scope struct {
 	// Ancestors lists the visible ids, for expressions that index nodes
 	// dynamically.
 	Ancestors func() []string
+	// Upstream, when not nil, answers for Visible and Ancestors, which are
+	// then not read: a caller preparing a scope per node gives the methods
+	// of a value it holds anyway rather than two closures per node.
+	Upstream Upstream
 	// Input, when not nil, is what the workflow's input schema declares:
 	// input.<name> references are checked against it.
 	Input *InputShape
@@ -37,6 +41,28 @@ type Scope struct {
 	// Tally, when not nil, counts the request's expressions against
 	// maxExpressions.
 	Tally *Tally
+}
+
+// Upstream is what a Scope's Visible and Ancestors say, as methods.
+type Upstream interface {
+	Visible(id string) bool
+	Ancestors() []string
+}
+
+// IsVisible reports whether nodes.<id> may be referenced from sc.
+func (sc *Scope) IsVisible(id string) bool {
+	if sc.Upstream != nil {
+		return sc.Upstream.Visible(id)
+	}
+	return sc.Visible(id)
+}
+
+// AncestorIDs lists the ids visible from sc.
+func (sc *Scope) AncestorIDs() []string {
+	if sc.Upstream != nil {
+		return sc.Upstream.Ancestors()
+	}
+	return sc.Ancestors()
 }
 
 // Expression is one compiled `${{ }}` or `when`.
@@ -113,8 +139,8 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 		}
 	}
 	for _, id := range c.nodeRefs {
-		if !sc.Visible(id) {
-			hint := DidYouMean(id, sc.Ancestors())
+		if !sc.IsVisible(id) {
+			hint := DidYouMean(id, sc.AncestorIDs())
 			if hint == "" {
 				hint = " (add it to needs, directly or through another need)"
 			}
