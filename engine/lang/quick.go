@@ -36,22 +36,32 @@ var (
 	typeFloat = reflect.TypeFor[float64]()
 )
 
-// quickCompiled is what compileQuick allocates, in one piece.
+// quickCompiled is what compileQuick allocates, in one piece, for a
+// reference alone; quickCompiledOp for an operator and its operands. The
+// operands are read into forms on the stack first, so a text that is not
+// quick allocates nothing, and a reference alone does not carry two
+// operands' room: what is allocated per expression of a workflow never
+// seen is most of the compile's cost in memory.
 type quickCompiled struct {
-	c   compiled
-	rc  refCollector
-	f   fastForm
+	c  compiled
+	rc refCollector
+	f  fastForm
+}
+
+type quickCompiledOp struct {
+	quickCompiled
 	ops [2]fastForm
 }
 
 // compileQuick compiles src when it has one of the quick shapes, and
 // returns nil otherwise.
 func compileQuick(src string) *compiled {
-	q := &quickParser{src: src}
-	out := &quickCompiled{}
-	l, r := &out.ops[0], &out.ops[1]
+	q := quickParser{src: src}
+	var l, r fastForm
+	var lpath, rpath [8]string
 	q.space()
-	if !q.operand(l) {
+	ln, ok := q.operand(&l, &lpath)
+	if !ok {
 		return nil
 	}
 	q.space()
@@ -59,8 +69,8 @@ func compileQuick(src string) *compiled {
 		if l.isLit {
 			return nil // a literal alone is typed by the checker
 		}
-		out.f = *l
-		out.f.fixPath()
+		out := &quickCompiled{}
+		out.f.settle(&l, lpath[:ln])
 		out.rc.init()
 		out.rc.addRef(&out.f)
 		out.c = compiled{src: src, fast: &out.f, refs: &out.rc, typ: typeAny}
@@ -71,7 +81,8 @@ func compileQuick(src string) *compiled {
 		return nil
 	}
 	q.space()
-	if !q.operand(r) {
+	rn, ok := q.operand(&r, &rpath)
+	if !ok {
 		return nil
 	}
 	q.space()
@@ -80,10 +91,14 @@ func compileQuick(src string) *compiled {
 	if q.pos != len(src) || l.isLit && r.isLit || op == "+" && !l.isLit && !r.isLit {
 		return nil
 	}
-	out.f = fastForm{op: op, apply: fastOps[op], l: l, r: r}
+	out := &quickCompiledOp{}
+	lf, rf := &out.ops[0], &out.ops[1]
+	lf.settle(&l, lpath[:ln])
+	rf.settle(&r, rpath[:rn])
+	out.f = fastForm{op: op, apply: fastOps[op], l: lf, r: rf}
 	out.rc.init()
-	out.rc.addRef(l)
-	out.rc.addRef(r)
+	out.rc.addRef(lf)
+	out.rc.addRef(rf)
 	typ := typeAny
 	switch op {
 	case "<", ">", "<=", ">=":
@@ -95,13 +110,20 @@ func compileQuick(src string) *compiled {
 	return &out.c
 }
 
-// fixPath points a short path into f's own buffer, as fill does, after f
-// was copied from another form.
-func (f *fastForm) fixPath() {
-	if !f.isLit && len(f.path) <= len(f.pathBuf) {
-		n := copy(f.pathBuf[:], f.path)
-		f.path = f.pathBuf[:n]
+// settle makes f the operand from, read by quickParser.operand, with its
+// fields path given a path of f's own: in its buffer when it fits, as
+// fill does, else in a copy. (path is in the parser's buffers, on the
+// stack; were it from's, all of from would be taken to the heap.)
+func (f *fastForm) settle(from *fastForm, path []string) {
+	*f = fastForm{lit: from.lit, isLit: from.isLit, root: from.root}
+	if from.isLit {
+		return
 	}
+	if len(path) <= len(f.pathBuf) {
+		f.path = f.pathBuf[:copy(f.pathBuf[:], path)]
+		return
+	}
+	f.path = slices.Clone(path)
 }
 
 // addRef records the names f reads as the tree walk (Visit) would: the
@@ -141,9 +163,6 @@ func (c *refCollector) addRef(f *fastForm) {
 type quickParser struct {
 	src string
 	pos int
-	// path holds the fields of the operand being read; fixPath moves
-	// short ones into the form.
-	path [8]string
 }
 
 // space skips blanks and comments, as expr's lexer does. An unclosed
@@ -169,38 +188,33 @@ func (q *quickParser) space() {
 	}
 }
 
-// operand reads a reference or a number into f.
-func (q *quickParser) operand(f *fastForm) bool {
+// operand reads a reference or a number into f, and the reference's n
+// fields into path, for settle to give f.
+func (q *quickParser) operand(f *fastForm, path *[8]string) (n int, ok bool) {
 	if q.pos >= len(q.src) {
-		return false
+		return 0, false
 	}
 	if c := q.src[q.pos]; c >= '0' && c <= '9' {
-		return q.number(f)
+		return 0, q.number(f)
 	}
 	root := q.ident()
 	if !quickRoots[root] {
-		return false
+		return 0, false
 	}
-	n := 0
 	for q.pos < len(q.src) && q.src[q.pos] == '.' {
 		q.pos++
 		name := q.ident()
-		if name == "" || quickKeywords[name] || n == len(q.path) {
-			return false
+		if name == "" || quickKeywords[name] || n == len(path) {
+			return 0, false
 		}
-		q.path[n] = name
+		path[n] = name
 		n++
 	}
 	if q.pos < len(q.src) && !quickStop(q.src[q.pos]) {
-		return false
+		return 0, false
 	}
 	*f = fastForm{root: root}
-	if n <= len(f.pathBuf) {
-		f.path = f.pathBuf[:copy(f.pathBuf[:], q.path[:n])]
-	} else {
-		f.path = append([]string(nil), q.path[:n]...)
-	}
-	return true
+	return n, true
 }
 
 // ident reads an ASCII identifier.
