@@ -216,6 +216,8 @@ func TestPlanCachePerRequest(t *testing.T) {
 		{"malformed tool policy", `"input":{"n":1},"toolPolicies":[{"tool":"t","decision":"perhaps"}]`, "toolPolicies[0]"},
 		{"malformed http policy", `"input":{"n":1},"runtime":{"http":{"policy":{"allowHosts":["https://x.example.com/"]}}}`, "runtime.http.policy"},
 		{"malformed runtime.models", `"input":{"n":1},"runtime":{"models":[{"role":"r","provider":"watson","model":"m"}]}`, "runtime.models[0].provider"},
+		// With child workflows the document is compiled again, with them.
+		{"invalid child workflow", `"input":{"n":1},"runtime":{"workflows":[{"id":"c","nodes":[{"id":"x","type":"nope"}]}]}`, "runtime.workflows[0].nodes[0].type"},
 	}
 	e := New(DefaultLimits())
 	cold := New(DefaultLimits())
