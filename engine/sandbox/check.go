@@ -65,34 +65,59 @@ const checkedBytes = 1 << 20
 // of maxCodeBytes that passes CheckNesting parses in well under a second.
 const CheckTimeout = 5 * time.Second
 
-// CheckNesting refuses a body whose brackets nest deeper than MaxNesting,
-// locating the first one, and returns nil otherwise. The parser recurses
-// per bracket and backtracks over parentheses (64 KiB of "(" took 3.4 s
-// and 256 MB of stack), so nesting is bounded before anything parses.
+// CheckNesting refuses a body whose brackets and arrow functions nest
+// deeper than MaxNesting, locating the first one too deep, and returns nil
+// otherwise. The parser recurses per level and backtracks over
+// parentheses (64 KiB of "(" took 3.4 s and 256 MB of stack) and spends
+// time quadratic in the nesting of arrow functions, whose concise bodies
+// nest without a bracket (20,000 of "a=>" took 3.8 s), so nesting is
+// bounded before anything parses.
 func CheckNesting(code string) *Error {
-	if line, col := tooDeep(code); line > 0 {
-		return &Error{Kind: KindThrown, Message: fmt.Sprintf("SyntaxError: brackets nest deeper than %d", MaxNesting), Line: line, Column: col}
+	if line, col, arrow := tooDeep(code); line > 0 {
+		what := "brackets"
+		if arrow {
+			what = "arrow functions and brackets"
+		}
+		return &Error{Kind: KindThrown, Message: fmt.Sprintf("SyntaxError: %s nest deeper than %d", what, MaxNesting), Line: line, Column: col}
 	}
 	return nil
 }
 
-// MaxNesting bounds how deep brackets ((, [, {, ${) nest in a body.
+// MaxNesting bounds how deep brackets ((, [, {, ${) and arrow functions
+// nest in a body.
 const MaxNesting = 256
 
-// tooDeep returns the position of the first bracket nested deeper than
-// MaxNesting, or 0, 0. It skips string literals, template text and
-// comments, so that brackets there do not count; a regular expression
-// literal's brackets do (a bound over-counted, never under-counted).
-func tooDeep(code string) (line, col int) {
+// tooDeep returns the position of the first bracket or arrow (=>) nested
+// deeper than MaxNesting, and whether it is an arrow, or 0, 0. It skips
+// string literals, template text and comments, so that brackets there do
+// not count. It does not tell a regular expression literal from a
+// division, so what is in one counts as code: /(/ over-counts, and /)/ or
+// /;/ can hide nesting from it. It is a filter of the plain attacks, ahead
+// of the parse; what bounds every parse is the worker's (its stack and
+// memory limits, CheckTimeout). An arrow opens a level that
+// lasts, at its bracket depth, until what ends a concise body for sure:
+// the bracket around it closing, a comma or semicolon, or a keyword that
+// only starts a statement (const, var, return, if, for, while, ...). A
+// newline does not end it ("a =>\n b" is one function).
+func tooDeep(code string) (line, col int, arrow bool) {
 	depth, ln, lineStart := 0, 1, 0
 	// templates holds the depth at which each open template's ${ began.
 	var templates []int
 	inTemplate := func() bool { return len(templates) > 0 && templates[len(templates)-1] == depth }
-	i := 0
-	open := func() bool {
+	// arrows[d] counts the arrows open at bracket depth d; open is the
+	// sum, the nesting being depth + open.
+	arrows := []int{0}
+	open := 0
+	push := func() bool {
 		depth++
-		return depth > MaxNesting
+		arrows = append(arrows, 0)
+		return depth+open > MaxNesting
 	}
+	release := func() {
+		open -= arrows[depth]
+		arrows[depth] = 0
+	}
+	i := 0
 	for i < len(code) {
 		c := code[i]
 		switch {
@@ -102,8 +127,8 @@ func tooDeep(code string) (line, col int) {
 			templates = templates[:len(templates)-1]
 		case inTemplate() && c == '$' && i+1 < len(code) && code[i+1] == '{':
 			i++
-			if open() {
-				return ln, i - lineStart
+			if push() {
+				return ln, i - lineStart, open > 0
 			}
 		case inTemplate() && c == '\\':
 			i++
@@ -124,7 +149,7 @@ func tooDeep(code string) (line, col int) {
 		case c == '/' && i+1 < len(code) && code[i+1] == '*':
 			end := strings.Index(code[i+2:], "*/")
 			if end < 0 {
-				return 0, 0 // the parser reports it
+				return 0, 0, false // the parser reports it
 			}
 			ln += strings.Count(code[i:i+2+end], "\n")
 			if nl := strings.LastIndexByte(code[:i+2+end], '\n'); nl >= 0 {
@@ -133,17 +158,55 @@ func tooDeep(code string) (line, col int) {
 			i += end + 4
 			continue
 		case c == '(' || c == '[' || c == '{':
-			if open() {
-				return ln, i - lineStart + 1
+			if push() {
+				return ln, i - lineStart + 1, open > 0
 			}
 		case c == ')' || c == ']' || c == '}':
 			if depth > 0 {
+				release()
+				arrows = arrows[:depth]
 				depth--
 			}
+		case c == '=' && i+1 < len(code) && code[i+1] == '>':
+			i++
+			arrows[depth]++
+			open++
+			if depth+open > MaxNesting {
+				return ln, i - lineStart, true
+			}
+		case c == ',' || c == ';':
+			release()
+		case isIdentByte(c):
+			j := i
+			for j < len(code) && isIdentByte(code[j]) {
+				j++
+			}
+			// A keyword that starts only a statement, not a property
+			// name (x.if) nor part of another name.
+			if statementKeywords[code[i:j]] && (i == 0 || code[i-1] != '.') {
+				release()
+			}
+			i = j
+			continue
 		}
 		i++
 	}
-	return 0, 0
+	return 0, 0, false
+}
+
+// statementKeywords are reserved words that can only start a statement,
+// never appear inside an expression: one ends any concise arrow body open
+// at its bracket depth (or the body is a syntax error). "let", "async"
+// and "yield" are names in some contexts and are not among them.
+var statementKeywords = map[string]bool{
+	"break": true, "const": true, "continue": true, "debugger": true, "do": true, "for": true,
+	"if": true, "return": true, "switch": true, "throw": true, "try": true, "var": true, "while": true,
+}
+
+// isIdentByte reports whether c can be part of a name (ASCII; a byte of
+// a multi-byte character counts, which only keeps names together).
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }
 
 // SyntaxError locates a syntax error the parser found at line and column

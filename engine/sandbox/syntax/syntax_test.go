@@ -25,6 +25,21 @@ func TestCheck(t *testing.T) {
 		{"return " + strings.Repeat("[", sandbox.MaxNesting) + strings.Repeat("]", sandbox.MaxNesting), 0, 0, ""},
 		{"return " + strings.Repeat("[", sandbox.MaxNesting+1), 1, 8 + sandbox.MaxNesting, "nest deeper than 256"},
 		{"return `${`${`${" + strings.Repeat("(", sandbox.MaxNesting), 1, 16 + sandbox.MaxNesting - 2, "nest deeper"},
+		// Arrow functions nest without brackets: counted with them.
+		{"return " + strings.Repeat("a=>", sandbox.MaxNesting) + "1", 0, 0, ""},
+		{"return " + strings.Repeat("a=>", sandbox.MaxNesting+1) + "1", 1, 8 + 3*sandbox.MaxNesting + 1, "arrow functions and brackets nest deeper than 256"},
+		{"return " + strings.Repeat("(a)=>", 200) + strings.Repeat("[", 57), 1, 7 + 5*200 + 57, "brackets nest deeper than 256"},
+		{"return " + strings.Repeat("a=>\n", sandbox.MaxNesting+1) + "1", sandbox.MaxNesting + 1, 2, "arrow functions"},
+		// ... and end where a concise body ends for sure, so that many
+		// arrows one after the other are not nesting.
+		{strings.Repeat("const f = x => x + 1\n", 400) + "return f(input)", 0, 0, ""},
+		{strings.Repeat("var g = (a, b) => a * b;", 400) + "return g(1, 2)", 0, 0, ""},
+		{"return [" + strings.Repeat("x => x, ", 400) + "].length", 0, 0, ""},
+		{"return {" + strings.Repeat("f: x => ({a: x}).a,\n", 400) + "}", 0, 0, ""},
+		{strings.Repeat("input.map(x => x * 2).filter(y => y > 1)\n", 300) + "return 1", 0, 0, ""},
+		{strings.Repeat("if (input) input = (x => x)(input)\n", 300) + "return input", 0, 0, ""},
+		// Not a keyword that ends a body: a property named like one.
+		{"return " + strings.Repeat("a=>a.return+", sandbox.MaxNesting+1) + "1", 1, 8 + 12*sandbox.MaxNesting + 1, "arrow functions"},
 	}
 	for _, tt := range tests {
 		err := Check(tt.code)
@@ -52,6 +67,9 @@ func TestCheckHostileNesting(t *testing.T) {
 		strings.Repeat("a=", 32<<10) + "1",
 		strings.Repeat("x?", 32<<10) + "1",
 		"return " + strings.Repeat("`${", 16<<10),
+		strings.Repeat("a=>", 20<<10) + "1",
+		strings.Repeat("(a)=>", 12<<10) + "1",
+		strings.Repeat("async a=>", 7<<10) + "1",
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
