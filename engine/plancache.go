@@ -87,12 +87,17 @@ func (c *planCache) get(k planKey, text []byte) *plan {
 		return nil
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	p := c.m[k]
+	c.mu.Unlock()
+	// The text is compared outside the lock (a plan never changes): a
+	// large document's comparison holds no other request up.
 	if p == nil || p.text != string(text) {
 		return nil
 	}
+	c.mu.Lock()
+	// A plan evicted meanwhile is out of the list: moving it does nothing.
 	c.lru.MoveToFront(p.elem)
+	c.mu.Unlock()
 	return p
 }
 

@@ -564,3 +564,36 @@ func TestPlanCacheBound(t *testing.T) {
 	}
 	runtime.KeepAlive(e)
 }
+
+// TestPlanCacheChurn: requests at once over more documents than the cache
+// holds, so that lookups, insertions and evictions interleave (run it
+// under -race); every execution still gives its own document's output.
+func TestPlanCacheChurn(t *testing.T) {
+	l := DefaultLimits()
+	l.MemoryMB = 4 // a bound of 512 KiB: a few of these documents
+	e := New(l)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				k := (g + i) % 12
+				x, err := e.PrepareBody([]byte(reqBody(planShapes[0].doc(50, k), "")))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				s := &recSink{}
+				x.Run(context.Background(), s)
+				events := s.all()
+				// n49 = 49 additions of k to n0's 0.
+				if res, ok := events[len(events)-1].(*protocol.Result); !ok || string(res.Output) != fmt.Sprint(49*k) {
+					t.Errorf("document %d: %s", k, describe(events[len(events)-1]))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if used, _ := e.plans.bytes(); used > planBound(e.Limits.WithDefaults()) {
+		t.Fatalf("%d bytes kept, over the bound", used)
+	}
+}
