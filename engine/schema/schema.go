@@ -20,6 +20,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,9 @@ func (es Errors) Error() string {
 }
 
 // Compile checks and compiles a schema written as JSON text. A schema that
-// does not compile returns Errors.
+// does not compile returns Errors. The Schema keeps a copy of raw, never
+// raw itself: a request's schema is a slice of its body, and a compiled
+// schema outlives the request in caches.
 func Compile(raw []byte) (s *Schema, err error) {
 	defer func() {
 		// The guards are meant to leave the library nothing to panic on;
@@ -119,7 +122,7 @@ func Compile(raw []byte) (s *Schema, err error) {
 		return nil, Errors{{Msg: err.Error()}}
 	}
 	return &Schema{
-		raw: raw, rs: rs, nodes: c.nodes, byPtr: c.byPtr, dynamic: c.dynamic,
+		raw: bytes.Clone(raw), rs: rs, nodes: c.nodes, byPtr: c.byPtr, dynamic: c.dynamic,
 		localOnce: make([]sync.Once, len(c.nodes)), local: make([]*jsonschema.Resolved, len(c.nodes)),
 	}, nil
 }

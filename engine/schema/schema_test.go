@@ -129,3 +129,22 @@ func TestKeywordsCoverLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileKeepsNoText: a compiled schema does not alias the text it
+// was compiled from (a request's body, reused or kept alive otherwise):
+// the text overwritten after Compile, its details still come from the
+// schema as written.
+func TestCompileKeepsNoText(t *testing.T) {
+	text := []byte(`{"type":"object","properties":{"n":{"type":"integer","minimum":3}},"required":["n"]}`)
+	s, err := Compile(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(text, strings.Repeat(" ", len(text)))
+	if got, want := leavesOf(t, s, `{"n":1}`), "/n: minimum: got 1, want 3"; got != want {
+		t.Errorf("leaves = %q, want %q", got, want)
+	}
+	if got, want := leavesOf(t, s, `{}`), `/: missing property 'n' ["n"]`; got != want {
+		t.Errorf("leaves = %q, want %q", got, want)
+	}
+}
