@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -34,6 +35,7 @@ import (
 // so that one author cannot empty the cache with one document; any number
 // of distinct documents only evict each other.
 const (
+	planSeenSlots   = 4096 // documents seen once remembered (32 KiB)
 	planMemoryShare = 8
 	planMaxShare    = 2 // a plan is at most half the bound
 )
@@ -65,6 +67,11 @@ type plan struct {
 // usable (newPlanCache), and a nil *planCache keeps nothing.
 type planCache struct {
 	seed maphash.Seed
+	// seen admits a plan on its document's second sighting: a document
+	// sent once (a server's one-off, an author's salted text) costs the
+	// cache nothing, not even an eviction. A slot holds the last text's
+	// hash that fell in it.
+	seen [planSeenSlots]atomic.Uint64
 
 	mu   sync.Mutex
 	used int64
@@ -101,11 +108,14 @@ func (c *planCache) get(k planKey, text []byte) *plan {
 	return p
 }
 
-// put keeps the plan of text, evicting the least recently used plans to
+// put keeps the plan of text, on the second put of its key, evicting the least recently used plans to
 // hold the cache within max bytes; a plan over max/planMaxShare is not
 // kept.
 func (c *planCache) put(k planKey, text []byte, g *graph, fanout bool, max int64) {
 	if c == nil {
+		return
+	}
+	if slot := &c.seen[k.sum%planSeenSlots]; slot.Swap(k.sum) != k.sum {
 		return
 	}
 	size := planSize(text)

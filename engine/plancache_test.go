@@ -117,7 +117,12 @@ func TestPlanCacheAgrees(t *testing.T) {
 			// Only the documents of kinds that call nothing outside run.
 			run := !callsOut.MatchString(doc)
 			want := prepareOutcome(t, cold, body, run)
+			// A plan is kept on the second sighting of its document and
+			// serves the third.
 			first := prepareOutcome(t, warm, body, run)
+			if again := prepareOutcome(t, warm, body, run); !reflect.DeepEqual(first, again) && !coldGives(t, cold, body, run, again) {
+				t.Fatalf("%.300s: the second sighting gave %v, the first %v", body, again, first)
+			}
 			req, _ := protocol.DecodeRequest(body)
 			kept := req != nil && warm.plans.get(warm.plans.key(req.Workflow, limits, false), req.Workflow) != nil
 			second := prepareOutcome(t, warm, body, run)
@@ -173,8 +178,10 @@ func TestPlanCacheConcurrent(t *testing.T) {
 		"output":"${{ nodes.c.output }}"}`
 	e := New(DefaultLimits())
 	body := func(n int) []byte { return []byte(reqBody(wf, fmt.Sprintf(`{"n":%d}`, n))) }
-	if _, err := e.PrepareBody(body(0)); err != nil {
-		t.Fatal(err)
+	for range 2 { // kept on the second sighting
+		if _, err := e.PrepareBody(body(0)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, n := e.plans.bytes(); n != 1 {
 		t.Fatalf("%d plans kept, want 1", n)
@@ -222,8 +229,10 @@ func TestPlanCachePerRequest(t *testing.T) {
 	e := New(DefaultLimits())
 	cold := New(DefaultLimits())
 	cold.plans = nil
-	if _, err := e.PrepareBody([]byte(reqBody(wf, `{"n":1}`))); err != nil {
-		t.Fatal(err)
+	for range 2 { // kept on the second sighting
+		if _, err := e.PrepareBody([]byte(reqBody(wf, `{"n":1}`))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -321,7 +330,9 @@ func TestPlanCacheRegisteredKind(t *testing.T) {
 	n := 0
 	e := New(DefaultLimits())
 	const wf = `{"nodes":[{"id":"a","type":"set"}]}`
-	prepareOutcome(t, e, []byte(reqBody(wf, "")), false)
+	for range 2 { // kept on the second sighting
+		prepareOutcome(t, e, []byte(reqBody(wf, "")), false)
+	}
 	if _, kept := e.plans.bytes(); kept != 1 {
 		t.Fatalf("%d plans kept, want 1", kept)
 	}
@@ -486,8 +497,10 @@ func TestPlanCacheEstimate(t *testing.T) {
 			before := liveHeap()
 			text := 0
 			for _, b := range bodies {
-				if got := prepareOutcome(t, e, b, false); got.err != "" {
-					t.Fatal(got.err)
+				for range 2 { // kept on the second sighting
+					if got := prepareOutcome(t, e, b, false); got.err != "" {
+						t.Fatal(got.err)
+					}
 				}
 				text += len(b)
 			}
@@ -532,8 +545,10 @@ func TestPlanCacheBound(t *testing.T) {
 	base := liveHeap()
 	for i := range rounds {
 		for _, sh := range planShapes {
-			if got := prepareOutcome(t, e, []byte(reqBody(sh.doc(100, i), "")), false); got.err != "" {
-				t.Fatalf("%s: %s", sh.name, got.err)
+			for range 2 { // kept on the second sighting
+				if got := prepareOutcome(t, e, []byte(reqBody(sh.doc(100, i), "")), false); got.err != "" {
+					t.Fatalf("%s: %s", sh.name, got.err)
+				}
 			}
 			if used, _ := e.plans.bytes(); used > bound {
 				t.Fatalf("the cache counts %d bytes, over its bound %d", used, bound)
@@ -595,5 +610,21 @@ func TestPlanCacheChurn(t *testing.T) {
 	wg.Wait()
 	if used, _ := e.plans.bytes(); used > planBound(e.Limits.WithDefaults()) {
 		t.Fatalf("%d bytes kept, over the bound", used)
+	}
+}
+
+// TestPlanCacheSeenOnce: a document sent once is compiled and not kept,
+// so that a stream of one-off documents evicts nothing; sent again, it is.
+func TestPlanCacheSeenOnce(t *testing.T) {
+	e := New(DefaultLimits())
+	for i := range 50 {
+		prepareOutcome(t, e, []byte(reqBody(planShapes[0].doc(10, i), "")), false)
+	}
+	if used, n := e.plans.bytes(); n != 0 || used != 0 {
+		t.Fatalf("%d plans (%d bytes) kept of documents sent once", n, used)
+	}
+	prepareOutcome(t, e, []byte(reqBody(planShapes[0].doc(10, 7), "")), false)
+	if _, n := e.plans.bytes(); n != 1 {
+		t.Fatalf("%d plans kept of a document sent twice, want 1", n)
 	}
 }
