@@ -26,6 +26,9 @@ import (
 type outcome struct {
 	err    string   // the refusal's details, "" when accepted
 	events []string // the NDJSON lines, times dropped, sorted but the last
+	// late is set when the run reached its deadline: where it stopped
+	// depends on the machine's load, not on the plan.
+	late bool
 }
 
 // prepareOutcome prepares body on e and, when it is accepted and runnable
@@ -50,6 +53,9 @@ func prepareOutcome(t *testing.T, e *Engine, body []byte, run bool) outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	x.Run(ctx, w)
+	if ctx.Err() != nil {
+		return outcome{late: true}
+	}
 	return outcome{events: normalizeEvents(t, buf.Bytes())}
 }
 
@@ -110,7 +116,7 @@ func TestPlanCacheAgrees(t *testing.T) {
 	cold.plans = nil
 	warm := New(l)
 	limits := warm.Limits.WithDefaults()
-	hits, unsteady := 0, 0
+	hits, unsteady, late := 0, 0, 0
 	for _, doc := range docs {
 		for _, tail := range []string{`,"trace":true`, `,"input":{"n":1,"name":"x"}`} {
 			body := []byte(`{"version":1,"workflow":` + doc + tail + `}`)
@@ -120,12 +126,16 @@ func TestPlanCacheAgrees(t *testing.T) {
 			// A plan is kept on the second sighting of its document and
 			// serves the third.
 			first := prepareOutcome(t, warm, body, run)
-			if again := prepareOutcome(t, warm, body, run); !reflect.DeepEqual(first, again) && !coldGives(t, cold, body, run, again) {
+			if again := prepareOutcome(t, warm, body, run); !again.late && !first.late && !reflect.DeepEqual(first, again) && !coldGives(t, cold, body, run, again) {
 				t.Fatalf("%.300s: the second sighting gave %v, the first %v", body, again, first)
 			}
 			req, _ := protocol.DecodeRequest(body)
 			kept := req != nil && warm.plans.get(warm.plans.key(req.Workflow, limits, false), req.Workflow) != nil
 			second := prepareOutcome(t, warm, body, run)
+			if want.late || first.late || second.late {
+				late++
+				continue
+			}
 			if kept {
 				hits++
 				if want.err != "" {
@@ -147,7 +157,7 @@ func TestPlanCacheAgrees(t *testing.T) {
 	if hits < 50 {
 		t.Fatalf("only %d of %d documents were served from a plan", hits, 2*len(docs))
 	}
-	t.Logf("%d bodies, %d served from a plan, %d whose outcome varies without one", 2*len(docs), hits, unsteady)
+	t.Logf("%d bodies, %d served from a plan, %d whose outcome varies without one, %d that ran out of time", 2*len(docs), hits, unsteady, late)
 }
 
 // coldGives reports whether preparing (and running) body cold gives each
