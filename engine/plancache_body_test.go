@@ -29,8 +29,10 @@ func TestPlanCacheKeepsNoBody(t *testing.T) {
 			before := liveHeap()
 			for i := range 8 {
 				body := []byte(reqBody(fmt.Sprintf(tt.doc, i), input))
-				if got := prepareOutcome(t, e, body, false); got.err != "" {
-					t.Fatal(got.err)
+				for range 2 { // kept on the second sighting
+					if got := prepareOutcome(t, e, body, false); got.err != "" {
+						t.Fatal(got.err)
+					}
 				}
 			}
 			held := int64(liveHeap()) - int64(before)
