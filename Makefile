@@ -148,8 +148,9 @@ bench:
 
 ## bench-compare: the runner over HTTP (curl-timed, local server) against
 ## cloudwego/eino in process, on the same shapes in one run, with the
-## engine's own figure (BenchmarkInProcess): bench/compare.sh, RUNS and
-## WARM as there. bench/eino is a module of its own: eino is downloaded
+## engine's own figure (BenchmarkInProcess): bench/compare.sh, RUNS, WARM and
+## CONN (keep: one kept-alive connection; new: one per request) as there.
+## bench/eino is a module of its own: eino is downloaded
 ## only here, never by make test or lint.
 bench-compare:
 	cd bench/eino && $(GO) vet .

@@ -15,6 +15,12 @@
 #   10k / 1k         the chain's growth (linear: 10)
 #   HTTP / engine    curl's time over BenchmarkInProcess's (per node alike)
 #
+# CONN=keep (the default) sends each round's requests to a server over one
+# kept-alive connection, opened by an untimed GET /v1/capabilities, as a
+# workflow server keeps its connection to a runner; CONN=new starts a curl
+# per request, so each request's time includes a new connection (its
+# TCP handshake, the server's new connection, curl's own start).
+#
 # BASE=<revision> also builds that revision's runner and times it in the
 # same loop, turn about with this tree's (a before/after column).
 # RUNS (15), WARM (3); EINO_MODES: which eino trigger modes to time, any
@@ -23,6 +29,8 @@ set -euo pipefail
 RUNS=${RUNS:-15}
 WARM=${WARM:-3}
 EINO_MODES=${EINO_MODES:-any all}
+CONN=${CONN:-keep}
+case $CONN in keep | new) ;; *) echo "compare: CONN: want keep or new, not $CONN" >&2; exit 2 ;; esac
 GO=${GO:-go}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -92,6 +100,29 @@ if [ -n "${BASE:-}" ]; then
 	servers="base head"
 fi
 
+# completed SERVER SHAPE FILE: the stream in FILE ended completed.
+completed() {
+	tail -n1 "$3" | grep -q '"status":"completed"' ||
+		{ echo "compare: $2 did not complete on $1: $(tail -c 300 "$3")" >&2; exit 1; }
+}
+
+# keepalive SERVER: one curl, one connection: an untimed GET of the
+# capabilities opens it, then every shape once; prints "shape seconds".
+# curl's exit status is checked: a transfer that fails prints nothing.
+keepalive() {
+	{
+		printf 'url = "%s/v1/capabilities"\nheader = "Authorization: Bearer %s"\noutput = "/dev/null"\n' "${url[$1]}" "$token"
+		for s in chain1000 fanout1000 chain10000; do
+			printf 'next\nurl = "%s/v1/executions"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$token"
+			printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$tmp/out.$s"
+			printf 'write-out = "%s %%{time_total} %%{num_connects}\\n"\n' "$s"
+		done
+	} >"$tmp/curl.cfg"
+	curl -sS -K "$tmp/curl.cfg" >"$tmp/keep.out"
+	# num_connects 0: the request went over the connection already open.
+	awk '$3 != 0 { print "compare: a request opened a connection of its own" > "/dev/stderr"; exit 1 } { print $1, $2 }' "$tmp/keep.out"
+}
+
 # calc EXPR: awk's arithmetic
 calc() { awk "BEGIN { print $1 }"; }
 
@@ -107,15 +138,21 @@ $GO test -c -o "$tmp/functions.test" ./functions/
 # share the machine's moments; the first WARM rounds are not counted.
 # Each line of samples is "key ms".
 for i in $(seq $((WARM + RUNS))); do
-	for s in chain1000 fanout1000 chain10000; do
+	if [ "$CONN" = keep ]; then
 		for sv in $servers; do
-			t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
-				-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions")
-			tail -n1 "$tmp/out" | grep -q '"status":"completed"' ||
-				{ echo "compare: $s did not complete on $sv: $(tail -c 300 "$tmp/out")" >&2; exit 1; }
-			echo "$i http/$sv/$s $(calc "$t * 1000")"
+			keepalive "$sv" | while read -r s t; do echo "$i http/$sv/$s $(calc "$t * 1000")"; done
+			for s in chain1000 fanout1000 chain10000; do completed "$sv" "$s" "$tmp/out.$s"; done
 		done
-	done
+	else
+		for s in chain1000 fanout1000 chain10000; do
+			for sv in $servers; do
+				t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
+					-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions")
+				completed "$sv" "$s" "$tmp/out"
+				echo "$i http/$sv/$s $(calc "$t * 1000")"
+			done
+		done
+	fi
 	for m in $EINO_MODES; do
 		"$tmp/eino" -mode "$m" -runs 1 -warm 1 -shapes chain:1000,fanout:1000 |
 			while read -r kind n ms; do echo "$i eino/$m/$kind$n $ms"; done
@@ -163,4 +200,4 @@ for s in chain1000 fanout1000 chain10000; do
 	fi
 done
 printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(calc "${http[chain10000]} / ${http[chain1000]}")"
-echo "(medians of $RUNS rounds after $WARM warm-up rounds, each round every figure once; eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"
+echo "(medians of $RUNS rounds after $WARM warm-up rounds, each round every figure once; CONN=$CONN: $([ "$CONN" = keep ] && echo "one kept-alive connection per round and server" || echo "a new connection, and a curl, per request"); eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"
