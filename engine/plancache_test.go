@@ -138,7 +138,10 @@ func TestPlanCacheAgrees(t *testing.T) {
 			}
 			if kept {
 				hits++
-				if want.err != "" {
+				// A request refused for its own parts (its input) may
+				// find its document's plan, kept from a request that
+				// brought a valid input; a document refused never is.
+				if strings.Contains(want.err, `"path":"workflow`) {
 					t.Errorf("%.300s: a refused document was kept: %s", body, want.err)
 				}
 			}

@@ -33,31 +33,36 @@ func checkDocument(path string, doc *document, d *detailList) *document {
 
 // floatNumbers turns the exact numbers under v into float64s in place, the
 // representation expressions and templates work on. It returns the text of
-// a number no float64 holds, "" when there is none.
-func floatNumbers(v any) string {
+// a number no float64 holds, "" when there is none; of several, the least
+// text, so that the detail does not depend on the order a map is walked.
+// Every other number is turned all the same: the kind's checks that
+// follow would otherwise see some of them still exact, depending on that
+// order too.
+func floatNumbers(v any) (bad string) {
+	worse := func(b string) {
+		if b != "" && (bad == "" || b < bad) {
+			bad = b
+		}
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			f, num, bad := floatElem(e)
-			if bad != "" {
-				return bad
-			}
+			f, num, b := floatElem(e)
+			worse(b)
 			if num {
 				v[k] = f
 			}
 		}
 	case []any:
 		for i, e := range v {
-			f, num, bad := floatElem(e)
-			if bad != "" {
-				return bad
-			}
+			f, num, b := floatElem(e)
+			worse(b)
 			if num {
 				v[i] = f
 			}
 		}
 	}
-	return ""
+	return bad
 }
 
 // floatElem is floatNumbers for one element of a container. When the
