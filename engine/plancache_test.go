@@ -202,15 +202,11 @@ func TestPlanCacheConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for k := range 32 {
 		wg.Go(func() {
-			x, err := e.PrepareBody(body(k))
+			last, err := prepareAndRun(e, body(k))
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			s := &recSink{}
-			x.Run(context.Background(), s)
-			events := s.all()
-			last := events[len(events)-1]
 			res, ok := last.(*protocol.Result)
 			// b = 2k; m = [2k, 4k, 6k]; c = 12k + its 3 upstream nodes.
 			if want := fmt.Sprint(12*k + 3); !ok || string(res.Output) != want {
@@ -479,6 +475,19 @@ func prevID(j int) string {
 }
 
 // liveHeap returns the live heap after a collection.
+// prepareAndRun prepares body and runs it, returning its last event; safe
+// to call from several goroutines.
+func prepareAndRun(e *Engine, body []byte) (protocol.Event, error) {
+	x, err := e.PrepareBody(body)
+	if err != nil {
+		return nil, err
+	}
+	s := &recSink{}
+	x.Run(context.Background(), s)
+	events := s.all()
+	return events[len(events)-1], nil
+}
+
 func liveHeap() uint64 {
 	runtime.GC()
 	runtime.GC()
@@ -605,17 +614,14 @@ func TestPlanCacheChurn(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				k := (g + i) % 12
-				x, err := e.PrepareBody([]byte(reqBody(planShapes[0].doc(50, k), "")))
+				last, err := prepareAndRun(e, []byte(reqBody(planShapes[0].doc(50, k), "")))
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				s := &recSink{}
-				x.Run(context.Background(), s)
-				events := s.all()
 				// n49 = 49 additions of k to n0's 0.
-				if res, ok := events[len(events)-1].(*protocol.Result); !ok || string(res.Output) != fmt.Sprint(49*k) {
-					t.Errorf("document %d: %s", k, describe(events[len(events)-1]))
+				if res, ok := last.(*protocol.Result); !ok || string(res.Output) != fmt.Sprint(49*k) {
+					t.Errorf("document %d: %s", k, describe(last))
 				}
 			}
 		})

@@ -31,6 +31,7 @@ type prep struct {
 	d           *detailList
 	secretNames map[string]bool
 	childDocs   map[string]*document
+	childPaths  map[string]string // where each child workflow sits in the request
 	children    map[string]*graph
 	nodes       int
 	svc         prepServices
@@ -69,7 +70,7 @@ const (
 // prepare runs every check of req, recording problems in d, and returns the
 // execution as far as it could be built (nil when no workflow was found).
 func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode prepareMode) *Execution {
-	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document{}, children: map[string]*graph{}}
+	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document{}, childPaths: map[string]string{}, children: map[string]*graph{}}
 	p.tally.Max = p.limits.MaxExpressions
 	for name := range req.Runtime.HTTP.Secrets {
 		p.secretNames[name] = true
@@ -107,6 +108,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 			d.add(path+".id", "duplicate child workflow id %q", cd.ID)
 		default:
 			p.childDocs[cd.ID] = cd
+			p.childPaths[cd.ID] = path
 		}
 	}
 	decider, err := permission.New(permission.Config{
@@ -128,7 +130,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 		x.g = p.compileDocument("workflow", doc)
 		for _, id := range sortedKeys(p.childDocs) {
 			if p.children[id] == nil {
-				p.children[id] = p.compileDocument(childPath(req, id), p.childDocs[id])
+				p.children[id] = p.compileDocument(p.childPaths[id], p.childDocs[id])
 			}
 		}
 	}
@@ -158,7 +160,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 // compiled it (its body, input or secrets) past that request.
 func (p *prep) detach() {
 	p.req, p.d, p.svc = nil, nil, prepServices{}
-	p.secretNames, p.childDocs, p.children = nil, nil, nil
+	p.secretNames, p.childDocs, p.childPaths, p.children = nil, nil, nil, nil
 }
 
 // discard releases what an execution that will not run holds.
@@ -166,18 +168,6 @@ func (x *Execution) discard() {
 	if x != nil && x.http != nil {
 		x.http.Close()
 	}
-}
-
-func childPath(req *protocol.ExecutionRequest, id string) string {
-	for i, raw := range req.Runtime.Workflows {
-		var head struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(raw, &head) == nil && head.ID == id {
-			return fmt.Sprintf("runtime.workflows[%d]", i)
-		}
-	}
-	return "runtime.workflows"
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -100,10 +100,28 @@ func (n *nodeDoc) setRest(k string, v any) {
 		n.has &^= hasWith
 		n.With = nil
 	}
-	if n.rest == nil {
-		n.rest = make(map[string]any, 2)
+	keepRest(&n.rest, k, v)
+}
+
+// setRest is nodeDoc.setRest for the document's own members.
+func (doc *document) setRest(k string, v any) {
+	switch k {
+	case "id":
+		doc.has &^= hasID
+		doc.ID = ""
+	case "nodes":
+		doc.has &^= hasNodes
+		doc.Nodes = nil
 	}
-	n.rest[k] = v
+	keepRest(&doc.rest, k, v)
+}
+
+// keepRest puts member k, as decoded, in *rest.
+func keepRest(rest *map[string]any, k string, v any) {
+	if *rest == nil {
+		*rest = make(map[string]any, 2)
+	}
+	(*rest)[k] = v
 }
 
 // typed records that member k was read typed, replacing one kept as decoded.
@@ -341,19 +359,7 @@ func (d *docDecoder) document() (*document, error) {
 		if err != nil {
 			return err
 		}
-		k := string(key)
-		switch k {
-		case "id":
-			doc.has &^= hasID
-			doc.ID = ""
-		case "nodes":
-			doc.has &^= hasNodes
-			doc.Nodes = nil
-		}
-		if doc.rest == nil {
-			doc.rest = make(map[string]any, 2)
-		}
-		doc.rest[k] = v
+		doc.setRest(string(key), v)
 		return nil
 	})
 	if err != nil {
