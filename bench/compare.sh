@@ -15,6 +15,15 @@
 #   10k / 1k         the chain's growth (linear: 10)
 #   HTTP / engine    curl's time over BenchmarkInProcess's (per node alike)
 #
+# Each shape is sent twice in a row, and the second is the one timed: the
+# engine's figure is likewise the third and fourth run of its document in
+# its process (BenchmarkInProcess runs it twice untimed first), and eino's
+# a graph invoked once untimed before (-warm 1), so all three meet warm
+# caches. The first of each pair, a request meeting a runner whose caches
+# the other figures' processes have just used, is printed too ("first of
+# two"): on this machine it costs up to 1-2 ms more, in the engine as
+# much as in the HTTP path (bench/BASELINE.md, Round 7).
+#
 # CONN=keep (the default) sends each round's requests to a server over one
 # kept-alive connection, opened by an untimed GET /v1/capabilities, as a
 # workflow server keeps its connection to a runner; CONN=new starts a curl
@@ -107,15 +116,19 @@ completed() {
 }
 
 # keepalive SERVER: one curl, one connection: an untimed GET of the
-# capabilities opens it, then every shape once; prints "shape seconds".
+# capabilities opens it, then every shape twice, back to back; prints
+# "idle/shape seconds" for the first of each pair and "shape seconds" for
+# the second (see "Each shape twice" above).
 # curl's exit status is checked: a transfer that fails prints nothing.
 keepalive() {
 	{
 		printf 'url = "%s/v1/capabilities"\nheader = "Authorization: Bearer %s"\noutput = "/dev/null"\n' "${url[$1]}" "$token"
 		for s in chain1000 fanout1000 chain10000; do
-			printf 'next\nurl = "%s/v1/executions"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$token"
-			printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$tmp/out.$s"
-			printf 'write-out = "%s %%{time_total} %%{num_connects}\\n"\n' "$s"
+			for k in idle/$s $s; do
+				printf 'next\nurl = "%s/v1/executions"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$token"
+				printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$tmp/out.${k/\//.}"
+				printf 'write-out = "%s %%{time_total} %%{num_connects}\\n"\n' "$k"
+			done
 		done
 	} >"$tmp/curl.cfg"
 	curl -sS -K "$tmp/curl.cfg" >"$tmp/keep.out"
@@ -138,18 +151,30 @@ $GO test -c -o "$tmp/functions.test" ./functions/
 # share the machine's moments; the first WARM rounds are not counted.
 # Each line of samples is "key ms".
 for i in $(seq $((WARM + RUNS))); do
+	# Turn about: the server timed first in a round meets the machine as
+	# the in-process figures left it, the second one a machine just busy
+	# with the first; with BASE, each goes first every other round.
+	order=$servers
+	[ $((i % 2)) = 0 ] && order=$(echo "$servers" | awk '{ for (k = NF; k > 0; k--) printf "%s%s", $k, (k > 1 ? " " : "") }')
 	if [ "$CONN" = keep ]; then
-		for sv in $servers; do
-			keepalive "$sv" | while read -r s t; do echo "$i http/$sv/$s $(calc "$t * 1000")"; done
-			for s in chain1000 fanout1000 chain10000; do completed "$sv" "$s" "$tmp/out.$s"; done
+		for sv in $order; do
+			keepalive "$sv" | while read -r s t; do
+				case $s in idle/*) echo "$i idle/$sv/${s#idle/} $(calc "$t * 1000")" ;; *) echo "$i http/$sv/$s $(calc "$t * 1000")" ;; esac
+			done
+			for s in chain1000 fanout1000 chain10000; do
+				completed "$sv" "$s" "$tmp/out.idle.$s"
+				completed "$sv" "$s" "$tmp/out.$s"
+			done
 		done
 	else
 		for s in chain1000 fanout1000 chain10000; do
-			for sv in $servers; do
-				t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
-					-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions")
-				completed "$sv" "$s" "$tmp/out"
-				echo "$i http/$sv/$s $(calc "$t * 1000")"
+			for sv in $order; do
+				for k in idle http; do
+					t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
+						-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions")
+					completed "$sv" "$s" "$tmp/out"
+					echo "$i $k/$sv/$s $(calc "$t * 1000")"
+				done
 			done
 		done
 	fi
@@ -166,9 +191,10 @@ pids=()
 
 # med KEY: the median of KEY's samples ("" when there are none).
 med() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/samples" | median; }
-declare -A http httpbase eino inproc
+declare -A http httpbase idle eino inproc
 for s in chain1000 fanout1000 chain10000; do
 	http[$s]=$(med "http/head/$s")
+	idle[$s]=$(med "idle/head/$s")
 	[ -n "${BASE:-}" ] && httpbase[$s]=$(med "http/base/$s")
 	inproc[$s]=$(med "engine/$s")
 	for m in $EINO_MODES; do eino[$m/$s]=$(med "eino/$m/$s"); done
@@ -200,4 +226,22 @@ for s in chain1000 fanout1000 chain10000; do
 	fi
 done
 printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(calc "${http[chain10000]} / ${http[chain1000]}")"
+# The first of each pair: the same figures for a request that meets the
+# runner after the machine's other work, with no request just before it.
+printf '\n%-12s %12s' 'first of two' 'runner ms'
+for m in $EINO_MODES; do printf ' %12s' "eino[$m]/it"; done
+printf ' %14s %12s\n' 'HTTP µs/node' 'HTTP/engine'
+for s in chain1000 fanout1000 chain10000; do
+	n=${s#chain}; n=${n#fanout}
+	printf '%-12s %12.2f' "$s" "${idle[$s]}"
+	for m in $EINO_MODES; do
+		if [ -n "${eino[$m/$s]:-}" ]; then printf ' %11.1fx' "$(calc "${eino[$m/$s]} / ${idle[$s]}")"; else printf ' %12s' -; fi
+	done
+	hn=$(calc "${idle[$s]} * 1000 / $n")
+	if [ -n "${inproc[$s]:-}" ]; then
+		printf ' %14.2f %11.2fx\n' "$hn" "$(calc "$hn / (${inproc[$s]} * 1000 / $n)")"
+	else
+		printf ' %14.2f %12s\n' "$hn" -
+	fi
+done
 echo "(medians of $RUNS rounds after $WARM warm-up rounds, each round every figure once; CONN=$CONN: $([ "$CONN" = keep ] && echo "one kept-alive connection per round and server" || echo "a new connection, and a curl, per request"); eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"

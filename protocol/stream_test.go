@@ -289,3 +289,82 @@ func TestStreamWriterBuffersReused(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// timedWriter records when each write arrived.
+type timedWriter struct {
+	mu    sync.Mutex
+	at    []time.Time
+	lines []int // lines in each write
+}
+
+func (s *timedWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = append(s.at, time.Now())
+	s.lines = append(s.lines, bytes.Count(p, []byte("\n")))
+	return len(p), nil
+}
+
+func (s *timedWriter) writes() ([]time.Time, []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.at...), append([]int(nil), s.lines...)
+}
+
+// TestWriterBurstStretches: in a burst the wait between writes grows, so a
+// long one costs far fewer writes than one per FlushInterval, yet lines
+// keep leaving during it; after a quiet spell the next line goes out at
+// once again.
+func TestWriterBurstStretches(t *testing.T) {
+	const interval = 2 * time.Millisecond
+	tw := &timedWriter{}
+	w := NewStreamWriter(t.Context(), tw, "x", nil, StreamOptions{FlushInterval: interval})
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	// A burst of 200 ms: a line every 20 µs or so.
+	start := time.Now()
+	for time.Since(start) < 200*time.Millisecond {
+		if err := w.Emit(&NodeStarted{NodeID: "a", NodeType: "set", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+	burst := time.Since(start)
+	at, _ := tw.writes()
+	// One per interval would be 100; doubling to 8 intervals (16 ms)
+	// makes about 16. Late timers on a loaded machine make fewer.
+	if n := len(at) - 1; n > 40 || n < 3 {
+		t.Errorf("%d writes during a %v burst at a %v interval, want 3 to 40", n, burst, interval)
+	}
+	// A quiet spell, then one line: it leaves without waiting for more.
+	time.Sleep(50 * time.Millisecond)
+	at, _ = tw.writes()
+	before := len(at)
+	sent := time.Now()
+	if err := w.Emit(&NodeStarted{NodeID: "b", NodeType: "set", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		at, lines := tw.writes()
+		if len(at) > before {
+			if lines[len(lines)-1] != 1 {
+				t.Errorf("the line after the quiet spell went out with %d others", lines[len(lines)-1]-1)
+			}
+			// Once a burst has stretched the wait, the next line must not
+			// wait the stretched one (8 intervals).
+			if d := at[len(at)-1].Sub(sent); d > 8*interval && d > 50*time.Millisecond {
+				t.Errorf("the line after a quiet spell waited %v", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the line after a quiet spell was never written")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}); err != nil {
+		t.Fatal(err)
+	}
+}
