@@ -368,3 +368,27 @@ func TestWriterBurstStretches(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriterAcceptedStartsInterval: the events right after accepted wait
+// out FlushInterval with the others, rather than leave at once in a write
+// of their own (accepted was the write before them).
+func TestWriterAcceptedStartsInterval(t *testing.T) {
+	tw := &timedWriter{}
+	w := NewStreamWriter(t.Context(), tw, "x", nil, StreamOptions{FlushInterval: 300 * time.Millisecond})
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Emit(&NodeStarted{NodeID: "a", NodeType: "set", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if at, _ := tw.writes(); len(at) != 1 {
+		t.Errorf("%d writes 50 ms after accepted and one event, want accepted's alone", len(at))
+	}
+	if err := w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, lines := tw.writes(); len(lines) != 2 || lines[1] != 2 {
+		t.Errorf("writes of %v lines, want [1 2]: the event with the result", lines)
+	}
+}

@@ -374,6 +374,12 @@ func (w *Writer) writeNow(line []byte) error {
 			return err
 		}
 	}
+	if w.ctx != nil {
+		// A coalescing Writer's accepted: the first events after it wait
+		// out FlushInterval like any others rather than leave in a write
+		// of their own.
+		w.lastSent = time.Now()
+	}
 	return nil
 }
 
