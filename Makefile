@@ -177,13 +177,13 @@ bench-lambda: $(BIN)/bootstrap $(BIN)/bootstrap-local $(BIN)/codeworker $(BIN)/c
 		-benchtime $(BENCH_LAMBDA_RUNS)x -count 1 -timeout 10m ./functions/runner/ | tee -a bench-lambda.out
 
 ## size: the bootstrap budgets (linux/arm64 stripped, tracing on), what
-## round 6 measured plus about 0.4 MB (bench/BASELINE.md): 44.4 MB with
-## every provider, 18.0 MB Bedrock-only, 17.6 MB Bedrock-only without the
+## round 7 measured plus about 0.4 MB (bench/BASELINE.md): 43.1 MB with
+## every provider, 16.7 MB Bedrock-only, 16.2 MB Bedrock-only without the
 ## code node and distributed maps (CODE=off FANOUT=off); the code nodes'
 ## worker, shipped beside the bootstrap, is reported, not budgeted
-SIZE_BUDGET_FULL           := 44400000
-SIZE_BUDGET_BEDROCK        := 18000000
-SIZE_BUDGET_BEDROCK_NOCODE := 17600000
+SIZE_BUDGET_FULL           := 43100000
+SIZE_BUDGET_BEDROCK        := 16700000
+SIZE_BUDGET_BEDROCK_NOCODE := 16200000
 size: $(BIN)/codeworker
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(FULL_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-full ./functions/runner
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(BEDROCK_TAGS) $(GCFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/size-bedrock ./functions/runner

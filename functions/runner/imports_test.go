@@ -72,6 +72,20 @@ func TestImportDirection(t *testing.T) {
 				t.Errorf("%s links %s: the check's messages are formatted by engine.schemaSprintf", pkg, x)
 			}
 		}
+		// Spans leave as OTLP protobuf that infra/telemetry encodes
+		// itself (otlpspans.go): the protobuf runtime and the generated
+		// OTLP types, through the otlptrace exporter, cost every cold
+		// start ≈0.6 ms of package init and the bootstrap 1.5 MB
+		// (bench/BASELINE.md, Round 7). Only a TRACING=grpc build, whose
+		// gRPC exporter needs them, links them.
+		if pkg == "functions/runner" {
+			for _, d := range deps {
+				if strings.HasPrefix(d, "google.golang.org/protobuf/") || strings.HasPrefix(d, "go.opentelemetry.io/proto/") ||
+					d == "go.opentelemetry.io/otel/exporters/otlp/otlptrace" {
+					t.Errorf("%s links %s: infra/telemetry encodes OTLP itself", pkg, d)
+				}
+			}
+		}
 		forbid := func(why string, bad func(dep string) bool) {
 			for _, d := range deps {
 				if bad(d) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -36,7 +35,7 @@ func NewTracing(ctx context.Context, o TracingOptions) (*Tracing, error) {
 		case "", ProtocolHTTP:
 			var c *otlpHTTPClient
 			if c, err = newOTLPHTTPClient(o); err == nil {
-				exp, err = otlptrace.New(ctx, c)
+				exp = &otlpExporter{client: c}
 			}
 		case ProtocolGRPC:
 			exp, err = newGRPCExporter(ctx)

@@ -15,16 +15,11 @@ import (
 	"os"
 	"strconv"
 	"time"
-
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // otlpHTTPClient sends spans to an OTLP/HTTP collector as binary protobuf
-// (the specification's http/protobuf). It is the otlptrace.Client under
-// the SDK's exporter, which turns spans into their protobuf form; this
-// client only frames, sends and retries.
+// (the specification's http/protobuf): otlpExporter encodes the requests,
+// this client only compresses, sends and retries them.
 //
 // It stands in for otlptracehttp because that package, through the OTLP
 // collector package it encodes requests with, links the whole of gRPC
@@ -82,9 +77,6 @@ func newOTLPHTTPClient(o TracingOptions) (*otlpHTTPClient, error) {
 	return c, nil
 }
 
-// Start does nothing: nothing is dialled until spans are exported.
-func (*otlpHTTPClient) Start(context.Context) error { return nil }
-
 // Stop closes idle connections; an export in flight ends with its own
 // timeout.
 func (c *otlpHTTPClient) Stop(context.Context) error {
@@ -92,12 +84,8 @@ func (c *otlpHTTPClient) Stop(context.Context) error {
 	return nil
 }
 
-// UploadTraces sends one ExportTraceServiceRequest holding rss.
-func (c *otlpHTTPClient) UploadTraces(ctx context.Context, rss []*tracepb.ResourceSpans) error {
-	body, err := exportRequest(rss)
-	if err != nil {
-		return err
-	}
+// upload sends body, an encoded ExportTraceServiceRequest.
+func (c *otlpHTTPClient) upload(ctx context.Context, body []byte) error {
 	if c.gzip {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
@@ -131,25 +119,6 @@ func (c *otlpHTTPClient) UploadTraces(ctx context.Context, rss []*tracepb.Resour
 		case <-t.C:
 		}
 	}
-}
-
-// exportRequest encodes an ExportTraceServiceRequest: its only field, 1,
-// repeated ResourceSpans. Framing the messages here keeps the collector
-// package, and the gRPC service stubs that share it, out of the binary.
-func exportRequest(rss []*tracepb.ResourceSpans) ([]byte, error) {
-	var (
-		body []byte
-		err  error
-	)
-	opts := proto.MarshalOptions{UseCachedSize: true}
-	for _, rs := range rss {
-		body = protowire.AppendTag(body, 1, protowire.BytesType)
-		body = protowire.AppendVarint(body, uint64(opts.Size(rs)))
-		if body, err = opts.MarshalAppend(body, rs); err != nil {
-			return nil, fmt.Errorf("OTLP export request: %w", err)
-		}
-	}
-	return body, nil
 }
 
 // post sends body once. wait is how long to wait before retrying: -1 for
