@@ -166,11 +166,6 @@ type Call struct {
 	ctx context.Context // the attempt's, bounding Eval
 	ev  lang.Evaluator  // evaluated with; allocated with the call
 
-	// The attempt's started and completed events, allocated with the
-	// call: each is filled once, emitted once and never written again,
-	// so a sink may keep it.
-	started   protocol.NodeStarted
-	completed protocol.NodeCompleted
 	// logs are a code node's console.log lines, for node.completed.
 	logs []string
 }
