@@ -44,7 +44,7 @@ CODETAG   := $(if $(filter off,$(CODE)),nocode)
 WORKER_LDFLAGS := -s -w
 # FANOUT: on links the Lambda client of distributed maps (about 0.33 MB since service/lambda v1.108.0;
 # built on first use, but the package's init, its endpoint table among it,
-# runs at every start: 0.2–0.5 ms of INIT); off (the nofanout build tag)
+# runs at every start: ≈0.2 ms of INIT); off (the nofanout build tag)
 # leaves it out, and RUNNER_MAX_FANOUT_INVOCATIONS above 0 then stops the
 # process at start (docs/deploy.md).
 FANOUT ?= on
