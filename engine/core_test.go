@@ -567,15 +567,17 @@ func TestRunContextEndsRunningWork(t *testing.T) {
 func TestTrace(t *testing.T) {
 	const wf = `{"nodes":[
 		{"id":"greet","type":"set","with":{"value":"Hello, ${{ input.name }}!"}},
-		{"id":"shout","type":"set","needs":["greet"],"with":{"value":"${{ upper(nodes.greet.output) }}"}}]}`
+		{"id":"shout","type":"set","needs":["greet"],"with":{"value":"${{ upper(nodes.greet.output) }}"}},
+		{"id":"fixed","type":"set","with":{"value":{"k":[1,"$${{ x }}"]}}}]}`
 	for _, trace := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trace=%t", trace), func(t *testing.T) {
 			body := fmt.Sprintf(`{"version":1,"workflow":%s,"input":{"name":"Ada"},"trace":%t}`, wf, trace)
 			s, _ := runBody(t, newTestEngine(nil), body)
-			wantOutput(t, s.result(t), `{"shout":"HELLO, ADA!"}`)
+			wantOutput(t, s.result(t), `{"shout":"HELLO, ADA!","fixed":{"k":[1,"${{ x }}"]}}`)
 			wantIO := map[string][2]string{
 				"greet": {`{"value":"Hello, Ada!"}`, `"Hello, Ada!"`},
 				"shout": {`{"value":"HELLO, ADA!"}`, `"HELLO, ADA!"`},
+				"fixed": {`{"value":{"k":[1,"${{ x }}"]}}`, `{"k":[1,"${{ x }}"]}`},
 			}
 			seen := 0
 			for _, ev := range s.all() {
@@ -600,8 +602,8 @@ func TestTrace(t *testing.T) {
 					t.Errorf("%s: traced value %s, want %s", describe(ev), got, want)
 				}
 			}
-			if seen != 4 {
-				t.Errorf("%d node.started/node.completed events, want 4", seen)
+			if seen != 6 {
+				t.Errorf("%d node.started/node.completed events, want 6", seen)
 			}
 		})
 	}

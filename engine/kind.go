@@ -156,7 +156,8 @@ type Call struct {
 	Type string
 	// Attempt counts from 1.
 	Attempt int
-	// With is the node's evaluated configuration (see Compiler.With).
+	// With is the node's evaluated configuration (see Compiler.With);
+	// for a set node of with.value alone, that value (node.valueOnly).
 	With any
 
 	r   *run

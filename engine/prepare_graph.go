@@ -54,6 +54,10 @@ type node struct {
 	// inline when such a node runs on the scheduler (see inline.go).
 	quick  bool
 	inline bool
+	// valueOnly: the step needs only with.value, and with has no other
+	// member; attempts evaluate the member alone (Call.With holds the
+	// value) and build the object only for a traced node.started.
+	valueOnly bool
 }
 
 // buildGraph makes the graph of nodes found at path: ids indexed, needs

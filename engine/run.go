@@ -355,14 +355,26 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	defer cancel()
 	// The call carries the evaluator of its with: one allocation for both.
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, r: r, gr: gr, n: n, sc: gr.sc}
-	call.ev.Init(actx, gr.sc, n.with, gr.sc.exprBudget(), n.ancestors)
-	with, err := call.ev.Eval(n.with)
+	tmpl := n.with
+	if n.valueOnly {
+		tmpl, _ = n.with.Member("value")
+	}
+	call.ev.Init(actx, gr.sc, tmpl, gr.sc.exprBudget(), n.ancestors)
+	with, err := call.ev.Eval(tmpl)
 	if err != nil {
 		ne := classify(err, actx, ctx)
 		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
 		return nil, "", ne
 	}
-	emitLent(r, &startedEvents, protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: r.traced(with)})
+	var input json.RawMessage
+	if r.x.trace {
+		if n.valueOnly {
+			input = r.traced(map[string]any{"value": with})
+		} else {
+			input = r.traced(with)
+		}
+	}
+	emitLent(r, &startedEvents, protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: input})
 	if o := r.x.e.Observer; o != nil {
 		var end func(status, code string)
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)

@@ -29,6 +29,27 @@ type Template struct {
 // IsZero reports whether the template is absent.
 func (t Template) IsZero() bool { return t.root == nil }
 
+// Member returns the template of key's value when t is an object of that
+// one member, and false otherwise. Evaluating it gives what evaluating t
+// gives under key, without building the object around it.
+func (t Template) Member(key string) (Template, bool) {
+	switch r := t.root.(type) {
+	case *object:
+		if len(r.members) == 1 && r.members[0].key == key {
+			t.root = r.members[0].val
+			return t, true
+		}
+	case literal:
+		if m, ok := r.v.(map[string]any); ok && len(m) == 1 {
+			if v, ok := m[key]; ok {
+				t.root = literal{v}
+				return t, true
+			}
+		}
+	}
+	return Template{}, false
+}
+
 // Dynamic reports whether the template indexes nodes dynamically, and so
 // needs every visible node in scope.
 func (t Template) Dynamic() bool { return t.all }
