@@ -21,6 +21,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -205,4 +206,68 @@ func boolString(b bool) string {
 		return "nil"
 	}
 	return ""
+}
+
+// batchOfNodes is a full batch (the batch processor's default, 512) of
+// spans shaped like the engine's: one resource, a parent, three
+// attributes.
+func batchOfNodes() []sdktrace.ReadOnlySpan {
+	res := resource.NewSchemaless(attribute.String("service.name", "runner"), attribute.String("service.version", "v1"))
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{9}})
+	now := time.Now()
+	stubs := make(tracetest.SpanStubs, 512)
+	for i := range stubs {
+		stubs[i] = tracetest.SpanStub{
+			Name: "node", SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{byte(i), byte(i >> 8), 1}}),
+			Parent: parent, StartTime: now, EndTime: now.Add(time.Millisecond), Resource: res,
+			Attributes: []attribute.KeyValue{attribute.String("runner.node.id", "n1"), attribute.String("runner.node.type", "set"), attribute.Int("runner.attempt", 1)},
+		}
+	}
+	return stubs.Snapshots()
+}
+
+// BenchmarkOTLPEncode: a batch's request body, by appendExportRequest and,
+// for comparison, by the otlptrace exporter and proto (as the runner sent
+// it before round 7). Under Lambda the export runs before an invocation
+// ends (Tracing.Flush).
+func BenchmarkOTLPEncode(b *testing.B) {
+	spans := batchOfNodes()
+	b.Run("runner", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = appendExportRequest(nil, spans)
+		}
+	})
+	b.Run("otlptrace", func(b *testing.B) {
+		exp, err := otlptrace.New(context.Background(), otlpMarshal{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := exp.ExportSpans(context.Background(), spans); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// otlpMarshal is an otlptrace.Client that encodes the request as the
+// runner's client did before round 7, and sends nothing.
+type otlpMarshal struct{}
+
+func (otlpMarshal) Start(context.Context) error { return nil }
+func (otlpMarshal) Stop(context.Context) error  { return nil }
+func (otlpMarshal) UploadTraces(_ context.Context, rss []*tracepb.ResourceSpans) error {
+	var body []byte
+	opts := proto.MarshalOptions{UseCachedSize: true}
+	for _, rs := range rss {
+		body = protowire.AppendTag(body, 1, protowire.BytesType)
+		body = protowire.AppendVarint(body, uint64(opts.Size(rs)))
+		var err error
+		if body, err = opts.MarshalAppend(body, rs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
