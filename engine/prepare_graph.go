@@ -20,6 +20,7 @@ import (
 // child workflow.
 type graph struct {
 	id          string
+	serial      uint64 // unique to this graph, for references' memory (scope.NodeRef)
 	nodes       []*node
 	index       map[string]int
 	output      lang.Template
@@ -65,7 +66,7 @@ type node struct {
 // Its nodes are compiled after (prepare_compile.go), in the scopes the
 // graph gives them.
 func (p *prep) buildGraph(path string, docs []nodeDoc) *graph {
-	g := &graph{index: make(map[string]int, len(docs))}
+	g := &graph{index: make(map[string]int, len(docs)), serial: graphSerials.Add(1)}
 	for i, nd := range docs {
 		if j, dup := g.index[nd.ID]; dup {
 			// Reported, and the rest still checked: references to the id

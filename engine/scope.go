@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -57,7 +58,46 @@ func (s *scope) lookup(id string) (*graphRun, int) {
 }
 
 // The scope is the expression language's run-time environment.
-var _ lang.Env = (*scope)(nil)
+var _ lang.RefEnv = (*scope)(nil)
+
+// NodeRef is Node through a compiled reference's memory of where its node
+// was: the serial of the graph that held it and its index there. The
+// memory is used only when that graph is the innermost in scope, whose
+// nodes nothing shadows; it names a graph by serial, not by pointer, so a
+// reference kept in the compile caches holds no workflow's graph alive.
+func (s *scope) NodeRef(id string, ref *atomic.Uint64) (string, any, bool) {
+	c := s
+	for c != nil && c.gr == nil {
+		c = c.parent
+	}
+	if c == nil {
+		return "", nil, false
+	}
+	gr := c.gr
+	if v := ref.Load(); v != 0 && v>>refIndexBits == gr.g.serial {
+		st := gr.states[v&refIndexMask]
+		return string(st.status), st.output, st.status != ""
+	}
+	i, ok := gr.g.index[id]
+	if !ok {
+		return s.Node(id) // an outer graph's
+	}
+	if uint64(i) <= refIndexMask && gr.g.serial < 1<<(64-refIndexBits) {
+		ref.Store(gr.g.serial<<refIndexBits | uint64(i))
+	}
+	st := gr.states[i]
+	return string(st.status), st.output, st.status != ""
+}
+
+// A reference's memory (scope.NodeRef): the graph's serial above
+// refIndexBits, the node's index below.
+const (
+	refIndexBits = 24
+	refIndexMask = 1<<refIndexBits - 1
+)
+
+// graphSerials numbers graphs as they are built, from 1.
+var graphSerials atomic.Uint64
 
 // Input returns the input in scope.
 func (s *scope) Input() any { return s.input }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 
 	"github.com/expr-lang/expr"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -25,6 +26,19 @@ type Env interface {
 	State(id string) (map[string]any, bool)
 	// Item returns a map iteration's item and index, ok outside none.
 	Item() (item any, index int, ok bool)
+}
+
+// A RefEnv is an Env that reads a node through the memory of the
+// reference naming it: ref is the compiled reference's own word, 0 until
+// the Env first writes it, which the Env may use to find the node again
+// without looking its id up (in a workflow of 10,000 nodes, a map of
+// 10,000 ids each time). The same reference is evaluated against the Envs
+// of every workflow that has its text, at once, so the Env must check
+// that what it reads back is its own; ref is safe for concurrent use.
+type RefEnv interface {
+	Env
+	// NodeRef is Node for the reference whose memory is ref.
+	NodeRef(id string, ref *atomic.Uint64) (status string, output any, ok bool)
 }
 
 // Evaluator evaluates the expressions of one template against an Env,

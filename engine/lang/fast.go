@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
@@ -32,6 +33,10 @@ type fastForm struct {
 	apply   func(a, b any) any
 	l, r    *fastForm
 	pathBuf [3]string
+	// ref is where a RefEnv last found the node a nodes.<id> form reads
+	// (0: nowhere yet). The form is shared by every workflow with the
+	// same text, so the Env must check what it reads back.
+	ref atomic.Uint64
 }
 
 // fastOps are the binary operators a fast form applies, when both operands
@@ -177,7 +182,14 @@ func (ev *Evaluator) fast(f *fastForm) (any, bool) {
 		if len(path) < 2 {
 			return nil, false
 		}
-		status, output, ok := ev.env.Node(path[0])
+		var status string
+		var output any
+		var ok bool
+		if re, isRef := ev.env.(RefEnv); isRef {
+			status, output, ok = re.NodeRef(path[0], &f.ref)
+		} else {
+			status, output, ok = ev.env.Node(path[0])
+		}
 		if !ok {
 			return nil, false
 		}
