@@ -13,10 +13,12 @@ type setKind struct{}
 func (setKind) Prepare(c *Compiler) Step {
 	c.With()
 	c.runsInline()
-	// A with of value alone (the usual set) is evaluated without the
-	// object around it: its map was a third of what a chain node
-	// allocated.
-	_, c.n.valueOnly = c.n.with.Member("value")
+	// A with of value alone (the usual set) is compiled to the member:
+	// evaluating it builds no object around the value (its map was a
+	// third of what a chain node allocated).
+	if m, ok := c.n.with.Member("value"); ok {
+		c.n.with, c.n.valueOnly = m, true
+	}
 	return StepFunc(func(_ context.Context, call *Call) (any, error) {
 		if call.n.valueOnly {
 			return call.With, nil

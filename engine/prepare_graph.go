@@ -55,9 +55,9 @@ type node struct {
 	// inline when such a node runs on the scheduler (see inline.go).
 	quick  bool
 	inline bool
-	// valueOnly: the step needs only with.value, and with has no other
-	// member; attempts evaluate the member alone (Call.With holds the
-	// value) and build the object only for a traced node.started.
+	// valueOnly: with is value alone and with holds the member's
+	// template, so attempts evaluate the value (Call.With holds it) and
+	// build the object only for a traced node.started.
 	valueOnly bool
 }
 

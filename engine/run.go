@@ -355,12 +355,8 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	defer cancel()
 	// The call carries the evaluator of its with: one allocation for both.
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, r: r, gr: gr, n: n, sc: gr.sc}
-	tmpl := n.with
-	if n.valueOnly {
-		tmpl, _ = n.with.Member("value")
-	}
-	call.ev.Init(actx, gr.sc, tmpl, gr.sc.exprBudget(), n.ancestors)
-	with, err := call.ev.Eval(tmpl)
+	call.ev.Init(actx, gr.sc, n.with, gr.sc.exprBudget(), n.ancestors)
+	with, err := call.ev.Eval(n.with)
 	if err != nil {
 		ne := classify(err, actx, ctx)
 		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})

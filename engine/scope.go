@@ -75,8 +75,7 @@ func (s *scope) NodeRef(id string, ref *atomic.Uint64) (string, any, bool) {
 	}
 	gr := c.gr
 	if v := ref.Load(); v != 0 && v>>refIndexBits == gr.g.serial {
-		st := gr.states[v&refIndexMask]
-		return string(st.status), st.output, st.status != ""
+		return gr.states[v&refIndexMask].ended()
 	}
 	i, ok := gr.g.index[id]
 	if !ok {
@@ -85,8 +84,7 @@ func (s *scope) NodeRef(id string, ref *atomic.Uint64) (string, any, bool) {
 	if uint64(i) <= refIndexMask && gr.g.serial < 1<<(64-refIndexBits) {
 		ref.Store(gr.g.serial<<refIndexBits | uint64(i))
 	}
-	st := gr.states[i]
-	return string(st.status), st.output, st.status != ""
+	return gr.states[i].ended()
 }
 
 // A reference's memory (scope.NodeRef): the graph's serial above
@@ -107,8 +105,14 @@ func (s *scope) Execution() map[string]any { return s.exec }
 
 // Node returns an ended node's status and output.
 func (s *scope) Node(id string) (status string, output any, ok bool) {
-	st, ok := s.node(id)
-	return string(st.status), st.output, ok
+	st, _ := s.node(id)
+	return st.ended()
+}
+
+// ended is what Node answers of st: its status and output, and whether it
+// has ended.
+func (st nodeState) ended() (status string, output any, ok bool) {
+	return string(st.status), st.output, st.status != ""
 }
 
 // State returns the expression view of an ended node's state.

@@ -280,26 +280,26 @@ func appendAnyValue(b []byte, v attribute.Value) []byte {
 
 // sliceValues are the elements of a slice-typed v.
 func sliceValues(v attribute.Value) []attribute.Value {
-	var out []attribute.Value
 	switch v.Type() {
 	case attribute.BOOLSLICE:
-		for _, e := range v.AsBoolSlice() {
-			out = append(out, attribute.BoolValue(e))
-		}
+		return valuesOf(v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		for _, e := range v.AsInt64Slice() {
-			out = append(out, attribute.Int64Value(e))
-		}
+		return valuesOf(v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		for _, e := range v.AsFloat64Slice() {
-			out = append(out, attribute.Float64Value(e))
-		}
+		return valuesOf(v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		for _, e := range v.AsStringSlice() {
-			out = append(out, attribute.StringValue(e))
-		}
+		return valuesOf(v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		out = v.AsSlice()
+		return v.AsSlice()
+	}
+	return nil
+}
+
+// valuesOf is each of xs as an attribute.Value.
+func valuesOf[T any](xs []T, value func(T) attribute.Value) []attribute.Value {
+	out := make([]attribute.Value, len(xs))
+	for i, x := range xs {
+		out[i] = value(x)
 	}
 	return out
 }
