@@ -29,6 +29,13 @@ func TestNodeRefMemory(t *testing.T) {
 			{"id":"each","type":"map","needs":["b","pad"],"with":{"items":[1,2],"nodes":[
 				{"id":"x","type":"set","with":{"value":` + ref + `}}],"output":"${{ nodes.x.output }}"}}],
 			"output":"${{ nodes.each.output }}"}`, `[41,41]`},
+		// Iterations at once, each its own graph run of one graph: the
+		// memory is shared by all of them (run under -race).
+		{"b shadowed in concurrent iterations", `{"nodes":[{"id":"b","type":"set","with":{"value":-1}},
+			{"id":"each","type":"map","needs":["b"],"with":{"items":"${{ 0..15 }}","concurrency":8,"nodes":[
+				{"id":"b","type":"set","with":{"value":"${{ item }}"}},
+				{"id":"x","type":"set","needs":["b"],"with":{"value":` + ref + `}}],"output":"${{ nodes.x.output }}"}}],
+			"output":"${{ nodes.each.output }}"}`, `[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]`},
 	}
 	e := newTestEngine(nil)
 	for round := range 3 {
