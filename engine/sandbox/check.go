@@ -23,8 +23,10 @@ func Wrap(code string) string { return "(function(input) {\n" + code + "\n})" }
 // parser: engine/sandbox/syntax), so that the runner itself links no
 // JavaScript parser. The check takes a worker as an evaluation does
 // (an idle one when there is one, else it starts one, which the next
-// evaluation finds warm), waiting for a free one if all are busy, and
-// kills it if it has not answered within CheckTimeout. Bodies found valid
+// evaluation finds warm), waiting for a free one if all are busy, for at
+// most CheckTimeout (Prepare has no context to end the wait: evaluations
+// may hold every worker for minutes), and kills it if it has not answered
+// within CheckTimeout. Bodies found valid
 // are remembered (up to checkedBytes of them), so that a workflow sent
 // again is not sent to a worker again.
 func (p *Pool) Check(code string) error {
@@ -37,8 +39,10 @@ func (p *Pool) Check(code string) error {
 	if ok {
 		return nil
 	}
-	_, err := p.run(context.Background(), Request{Code: code, Check: true}, CheckTimeout)
+	_, err := p.run(context.Background(), Request{Code: code, Check: true}, CheckTimeout, CheckTimeout)
 	switch {
+	case errors.Is(err, errNoSlot):
+		return &Error{Kind: KindCrashed, Message: fmt.Sprintf("no sandbox worker came free for the syntax check within %v: all are busy evaluating", CheckTimeout)}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Kind: KindCrashed, Message: fmt.Sprintf("the syntax check did not end within %v", CheckTimeout)}
 	case err != nil:
@@ -61,8 +65,9 @@ func (p *Pool) Check(code string) error {
 // forgets them all and starts again.
 const checkedBytes = 1 << 20
 
-// CheckTimeout bounds a syntax check in a worker, once it has one: a body
-// of maxCodeBytes that passes CheckNesting parses in well under a second.
+// CheckTimeout bounds a syntax check's wait for a worker, and the check in
+// the worker once it has one: a body of maxCodeBytes that passes
+// CheckNesting parses in well under a second.
 const CheckTimeout = 5 * time.Second
 
 // CheckNesting refuses a body whose brackets and arrow functions nest

@@ -77,17 +77,29 @@ func (p *Pool) Started() int64 {
 // worker is killed (its whole process group) and reaped before Eval
 // returns ctx's error. A failure of the code is an *Error.
 func (p *Pool) Eval(ctx context.Context, req Request) (*Reply, error) {
-	return p.run(ctx, req, 0)
+	return p.run(ctx, req, 0, 0)
 }
 
-// run waits for a slot while ctx lasts, then runs req in a worker, for at
+// errNoSlot: every worker stayed busy for as long as the caller would wait.
+var errNoSlot = errors.New("sandbox: no worker came free")
+
+// run waits for a slot while ctx lasts, and for at most wait when wait is
+// above 0 (then failing with errNoSlot), then runs req in a worker, for at
 // most timeout once it has the slot when timeout is above 0.
-func (p *Pool) run(ctx context.Context, req Request, timeout time.Duration) (*Reply, error) {
+func (p *Pool) run(ctx context.Context, req Request, wait, timeout time.Duration) (*Reply, error) {
 	p.init()
+	var waited <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		waited = t.C
+	}
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-waited:
+		return nil, errNoSlot
 	}
 	defer func() { <-p.slots }()
 	if timeout > 0 {

@@ -110,3 +110,50 @@ func TestCheckTimeout(t *testing.T) {
 		t.Errorf("Check took %v, want about %v", took, CheckTimeout)
 	}
 }
+
+// A check waits for a worker at most CheckTimeout: with every worker held
+// by an evaluation that outlasts it, Prepare gets a clear error instead of
+// waiting for as long as the evaluation runs. The evaluation keeps its
+// worker, and a check after it ends gets one.
+func TestCheckWaitsForWorkerAtMostCheckTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits CheckTimeout")
+	}
+	path := filepath.Join(t.TempDir(), "silent")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &Pool{Options: Options{Path: path, Workers: 1}}
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	evalDone := make(chan error, 1)
+	go func() {
+		_, err := p.Eval(ctx, Request{Code: "for (;;) {}", MaxOutputBytes: 1 << 10, MaxLogBytes: 1 << 10})
+		evalDone <- err
+	}()
+	// The evaluation holds the one slot once the pool has started its worker.
+	for deadline := time.Now().Add(10 * time.Second); p.Started() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the evaluation never took the worker")
+		}
+	}
+	start := time.Now()
+	err := p.Check("return 1")
+	took := time.Since(start)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, "no sandbox worker came free") {
+		t.Errorf("Check = %v, want no worker within %v", err, CheckTimeout)
+	}
+	if took < CheckTimeout || took > CheckTimeout+5*time.Second {
+		t.Errorf("Check took %v, want about %v", took, CheckTimeout)
+	}
+	select {
+	case err := <-evalDone:
+		t.Fatalf("the evaluation ended with the check: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-evalDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("Eval = %v, want the context's end", err)
+	}
+}
