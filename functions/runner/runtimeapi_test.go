@@ -52,6 +52,12 @@ type invocation struct {
 // startRuntimeAPI starts the API and the bootstrap against it with env.
 func startRuntimeAPI(t testing.TB, env map[string]string) *runtimeAPI {
 	t.Helper()
+	return startRuntimeAPIWith(t, env, bootstrapPath(t))
+}
+
+// startRuntimeAPIWith is startRuntimeAPI running the bootstrap at boot.
+func startRuntimeAPIWith(t testing.TB, env map[string]string, boot string) *runtimeAPI {
+	t.Helper()
 	a := &runtimeAPI{t: t, queue: make(chan *invocation, 16), closed: make(chan struct{}),
 		byID: map[string]*invocation{}, ready: make(chan struct{})}
 	mux := http.NewServeMux()
@@ -69,7 +75,6 @@ func startRuntimeAPI(t testing.TB, env map[string]string) *runtimeAPI {
 	t.Cleanup(a.srv.Close)
 	t.Cleanup(func() { close(a.closed) })
 	env["AWS_LAMBDA_RUNTIME_API"] = a.srv.Listener.Addr().String()
-	boot := bootstrapPath(t)
 	a.started = time.Now()
 	_, a.stop = startProcess(t, env, boot)
 	return a
