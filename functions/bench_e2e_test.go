@@ -238,3 +238,54 @@ func lastLine(r io.Reader) ([]byte, error) {
 	}
 	return last, sc.Err()
 }
+
+// BenchmarkInProcessSinks runs the warm chain of 1,000 of BenchmarkInProcess
+// into each of the Writers the runner has, all to io.Discard, so that what
+// the stream's Writer costs the engine shows without a socket or a client
+// (bench/BASELINE.md, Round 8): sync writes each line at once, as
+// BenchmarkInProcess does; limits does so under the handler's
+// StreamOptions; coalesced is the handler's own, a flusher goroutine
+// writing every FlushInterval or more.
+func BenchmarkInProcessSinks(b *testing.B) {
+	h := newHandler(b, nil)
+	eng := h.Engine
+	streamed, _ := h.StreamLimits()
+	opts := protocol.StreamOptions{MaxEventBytes: eng.Limits.WithDefaults().MaxEventBytes, MaxStreamBytes: streamed}
+	noFlush := func() error { return nil }
+	body := e2eChain(1000, 0, false)
+	for _, sink := range []struct {
+		name string
+		new  func(ctx context.Context) *protocol.Writer
+	}{
+		{"sync", func(context.Context) *protocol.Writer { return protocol.NewWriter(io.Discard, "exec-bench", nil) }},
+		{"limits", func(context.Context) *protocol.Writer {
+			return protocol.NewStreamWriter(nil, io.Discard, "exec-bench", noFlush, opts)
+		}},
+		{"coalesced", func(ctx context.Context) *protocol.Writer {
+			return protocol.NewStreamWriter(ctx, io.Discard, "exec-bench", noFlush, opts)
+		}},
+	} {
+		b.Run(sink.name, func(b *testing.B) {
+			run := func() {
+				x, err := eng.PrepareBody(body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w := sink.new(b.Context())
+				if err := w.Emit(&protocol.Accepted{}); err != nil {
+					b.Fatal(err)
+				}
+				if sum := x.Run(context.Background(), w); sum.Status != protocol.StatusCompleted {
+					b.Fatalf("run ended %s", sum.Status)
+				}
+			}
+			run() // twice before the timer: the plan is cached on the second
+			run()
+			b.ReportAllocs()
+			for b.Loop() {
+				run()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/node")
+		})
+	}
+}
