@@ -243,9 +243,8 @@ func lastLine(r io.Reader) ([]byte, error) {
 // into each of the Writers the runner has, all to io.Discard, so that what
 // the stream's Writer costs the engine shows without a socket or a client
 // (bench/BASELINE.md, Round 8): sync writes each line at once, as
-// BenchmarkInProcess does; limits does so under the handler's
-// StreamOptions; coalesced is the handler's own, a flusher goroutine
-// writing every FlushInterval or more.
+// BenchmarkInProcess does; coalesced is the handler's own, under its
+// StreamOptions, a flusher goroutine writing every FlushInterval or more.
 func BenchmarkInProcessSinks(b *testing.B) {
 	h := newHandler(b, nil)
 	eng := h.Engine
@@ -258,9 +257,6 @@ func BenchmarkInProcessSinks(b *testing.B) {
 		new  func(ctx context.Context) *protocol.Writer
 	}{
 		{"sync", func(context.Context) *protocol.Writer { return protocol.NewWriter(io.Discard, "exec-bench", nil) }},
-		{"limits", func(context.Context) *protocol.Writer {
-			return protocol.NewStreamWriter(nil, io.Discard, "exec-bench", noFlush, opts)
-		}},
 		{"coalesced", func(ctx context.Context) *protocol.Writer {
 			return protocol.NewStreamWriter(ctx, io.Discard, "exec-bench", noFlush, opts)
 		}},
