@@ -392,3 +392,93 @@ func TestWriterAcceptedStartsInterval(t *testing.T) {
 		t.Errorf("writes of %v lines, want [1 2]: the event with the result", lines)
 	}
 }
+
+// gateWriter records writes; while gate is set, each write waits for it to
+// be closed, announcing itself on entered first. It notes a write that
+// began while another was in progress.
+type gateWriter struct {
+	mu         sync.Mutex
+	buf        bytes.Buffer
+	writes     int
+	inFlight   int
+	overlapped bool
+	gate       chan struct{}
+	entered    chan struct{}
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	g.inFlight++
+	g.overlapped = g.overlapped || g.inFlight > 1
+	gate := g.gate
+	g.mu.Unlock()
+	if gate != nil {
+		g.entered <- struct{}{}
+		<-gate
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight--
+	g.writes++
+	return g.buf.Write(p)
+}
+
+// TestWriterFinishAfterWriteInProgress: Finish, called while the flusher's
+// write waits on the client, lets that write end first and then sends the
+// rest and the terminal event in one write of its own: every line once, in
+// order, no two writes at once.
+func TestWriterFinishAfterWriteInProgress(t *testing.T) {
+	gw := &gateWriter{entered: make(chan struct{}, 1)}
+	w := NewStreamWriter(t.Context(), gw, "x", nil, StreamOptions{FlushInterval: time.Millisecond})
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	gw.mu.Lock()
+	gw.gate = gate
+	gw.mu.Unlock()
+	emit := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := w.Emit(&NodeStarted{NodeID: fmt.Sprintf("n%d", i), NodeType: "set", Attempt: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	emit(0, 10)
+	<-gw.entered // the flusher is writing, and waits
+	gw.mu.Lock()
+	gw.gate = nil // later writes pass
+	gw.mu.Unlock()
+	emit(10, 20)
+	finished := make(chan error, 1)
+	go func() { finished <- w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}) }()
+	select {
+	case err := <-finished:
+		t.Fatalf("Finish returned (%v) while a write was in progress", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(gate)
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	if gw.overlapped {
+		t.Error("two writes were in progress at once")
+	}
+	if gw.writes != 3 {
+		t.Errorf("%d writes, want 3: accepted, the flusher's, and the rest with the result", gw.writes)
+	}
+	lines := strings.Split(strings.TrimSuffix(gw.buf.String(), "\n"), "\n")
+	if len(lines) != 22 {
+		t.Fatalf("%d lines, want 22", len(lines))
+	}
+	for i, l := range lines[1:21] {
+		if !strings.Contains(l, fmt.Sprintf(`"nodeId":"n%d"`, i)) {
+			t.Errorf("line %d = %s, want node n%d", i+1, l, i)
+		}
+	}
+	if !strings.Contains(lines[21], `"type":"result"`) {
+		t.Errorf("last line %s, want the result", lines[21])
+	}
+}

@@ -48,7 +48,8 @@ type Writer struct {
 	spare    []byte
 	cond     sync.Cond // signalled when lines are pending, when room frees, at close
 	started  bool      // the flusher goroutine runs
-	closing  bool      // Finish is waiting for the flusher to drain and exit
+	closing  bool      // Finish writes what is left; the flusher exits
+	writing  bool      // a write to w is in progress, mu released
 	urgent   chan struct{}
 	exited   chan struct{}
 	stopCtx  func() bool
@@ -248,17 +249,40 @@ func (w *Writer) Finish(t Terminal) error {
 		w.mu.Unlock()
 		return err
 	}
-	w.pending = append(w.pending, line...)
 	w.closing = true
 	w.cond.Broadcast()
 	w.kick()
+	// The rest goes out from here, in one write with the terminal line,
+	// rather than through the flusher: the caller is done emitting and
+	// waits for it either way, the lines are in this core's cache, and
+	// the flusher need not be woken first (on two vCPUs that handoff
+	// was most of Finish's time). A write of the flusher's in progress
+	// ends first, so lines keep their order.
+	for w.writing {
+		w.cond.Wait()
+	}
+	rest := append(w.pending, line...)
+	w.pending = nil // the flusher, waking, finds nothing and exits
+	if w.err == nil {
+		w.writing = true
+		w.mu.Unlock()
+		_, werr := w.w.Write(rest)
+		if werr == nil && w.flush != nil {
+			werr = w.flush()
+		}
+		w.mu.Lock()
+		w.writing = false
+		if werr != nil && w.err == nil {
+			w.err = werr
+		}
+	}
 	w.mu.Unlock()
 	<-w.exited
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// The flusher is gone and nothing appends once done: the buffers
 	// serve the next stream.
-	putStreamBuf(w.pending)
+	putStreamBuf(rest)
 	putStreamBuf(w.spare)
 	w.pending, w.spare = nil, nil
 	if err == nil {
@@ -408,9 +432,9 @@ func (w *Writer) kick() {
 	}
 }
 
-// flushLoop hands pending lines to w until Finish has been called and
-// everything is out. It writes without holding mu, so Emit never waits on
-// the client while the buffer has room.
+// flushLoop hands pending lines to w until Finish is called, which writes
+// what is left itself. It writes without holding mu (writing set), so Emit
+// never waits on the client while the buffer has room.
 //
 // The wait between writes starts at FlushInterval and doubles, up to
 // maxFlushGrowth times it, while a burst lasts: while each write's lines
@@ -463,17 +487,24 @@ func (w *Writer) flushLoop() {
 			w.mu.Lock()
 			slept = true
 		}
+		if w.closing {
+			// Finish writes what is left itself.
+			w.mu.Unlock()
+			return
+		}
 		buf := w.pending
 		w.pending, w.spare = w.spare[:0], nil
 		if w.pending == nil {
 			w.pending = getStreamBuf()
 		}
+		w.writing = true
 		w.mu.Unlock()
 		_, err := w.w.Write(buf)
 		if err == nil && w.flush != nil {
 			err = w.flush()
 		}
 		w.mu.Lock()
+		w.writing = false
 		w.lastSent = time.Now()
 		if err != nil && w.err == nil {
 			w.err = err
