@@ -482,3 +482,46 @@ func TestWriterFinishAfterWriteInProgress(t *testing.T) {
 		t.Errorf("last line %s, want the result", lines[21])
 	}
 }
+
+// TestWriterFinishWritesRestItself: Finish called while the flusher waits
+// out its interval sends the rest and the terminal event in one write of
+// its own; the flusher, woken, writes nothing more.
+func TestWriterFinishWritesRestItself(t *testing.T) {
+	gw := &gateWriter{entered: make(chan struct{}, 1)}
+	w := NewStreamWriter(t.Context(), gw, "x", nil, StreamOptions{FlushInterval: time.Hour})
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := w.Emit(&NodeStarted{NodeID: fmt.Sprintf("n%d", i), NodeType: "set", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the flusher waits out its hour
+	gate := make(chan struct{})
+	gw.mu.Lock()
+	gw.gate = gate
+	gw.mu.Unlock()
+	finished := make(chan error, 1)
+	go func() { finished <- w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}) }()
+	<-gw.entered                      // Finish's write waits on the client
+	time.Sleep(20 * time.Millisecond) // time for a woken flusher to write too
+	close(gate)
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	if gw.overlapped || gw.writes != 2 {
+		t.Errorf("%d writes (overlapping: %v), want 2: accepted, then the rest with the result", gw.writes, gw.overlapped)
+	}
+	lines := strings.Split(strings.TrimSuffix(gw.buf.String(), "\n"), "\n")
+	if len(lines) != 7 || !strings.Contains(lines[6], `"type":"result"`) {
+		t.Fatalf("%d lines, want 7 ending with the result:\n%s", len(lines), gw.buf.String())
+	}
+	for i, l := range lines[1:6] {
+		if !strings.Contains(l, fmt.Sprintf(`"nodeId":"n%d"`, i)) {
+			t.Errorf("line %d = %s, want node n%d", i+1, l, i)
+		}
+	}
+}

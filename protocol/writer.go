@@ -48,7 +48,7 @@ type Writer struct {
 	spare    []byte
 	cond     sync.Cond // signalled when lines are pending, when room frees, at close
 	started  bool      // the flusher goroutine runs
-	closing  bool      // Finish writes what is left; the flusher exits
+	closing  bool      // Finish was called: the flusher drains, or Finish writes the rest
 	writing  bool      // a write to w is in progress, mu released
 	urgent   chan struct{}
 	exited   chan struct{}
@@ -252,16 +252,25 @@ func (w *Writer) Finish(t Terminal) error {
 	w.closing = true
 	w.cond.Broadcast()
 	w.kick()
-	// The rest goes out from here, in one write with the terminal line,
-	// rather than through the flusher: the caller is done emitting and
-	// waits for it either way, the lines are in this core's cache, and
-	// the flusher need not be woken first (on two vCPUs that handoff
-	// was most of Finish's time). A write of the flusher's in progress
-	// ends first, so lines keep their order.
-	for w.writing {
-		w.cond.Wait()
-	}
 	rest := append(w.pending, line...)
+	if w.writing {
+		// The flusher is writing: it goes on with the rest as soon as
+		// that write ends, sooner than this goroutine could once woken.
+		w.pending = rest
+		w.mu.Unlock()
+		<-w.exited
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.releaseBufs()
+		if err == nil {
+			err = w.err
+		}
+		return err
+	}
+	// The flusher is waiting: the rest goes out from here, in one write
+	// with the terminal line, rather than after waking the flusher (on
+	// two vCPUs that handoff was most of Finish's time for a short
+	// stream), and from the core that encoded it.
 	w.pending = nil // the flusher, waking, finds nothing and exits
 	if w.err == nil {
 		w.writing = true
@@ -280,15 +289,21 @@ func (w *Writer) Finish(t Terminal) error {
 	<-w.exited
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	// The flusher is gone and nothing appends once done: the buffers
-	// serve the next stream.
-	putStreamBuf(rest)
-	putStreamBuf(w.spare)
-	w.pending, w.spare = nil, nil
+	w.pending = rest
+	w.releaseBufs()
 	if err == nil {
 		err = w.err
 	}
 	return err
+}
+
+// releaseBufs hands a coalescing Writer's buffers back once the flusher is
+// gone (nothing appends once done): they serve the next stream. The
+// caller holds mu.
+func (w *Writer) releaseBufs() {
+	putStreamBuf(w.pending)
+	putStreamBuf(w.spare)
+	w.pending, w.spare = nil, nil
 }
 
 // streamBufs holds the pending buffers of finished coalescing Writers, as
@@ -432,9 +447,10 @@ func (w *Writer) kick() {
 	}
 }
 
-// flushLoop hands pending lines to w until Finish is called, which writes
-// what is left itself. It writes without holding mu (writing set), so Emit
-// never waits on the client while the buffer has room.
+// flushLoop hands pending lines to w until Finish has been called and
+// everything is out (Finish writes the rest itself when the flusher is not
+// writing). It writes without holding mu (writing set), so Emit never
+// waits on the client while the buffer has room.
 //
 // The wait between writes starts at FlushInterval and doubles, up to
 // maxFlushGrowth times it, while a burst lasts: while each write's lines
@@ -487,10 +503,8 @@ func (w *Writer) flushLoop() {
 			w.mu.Lock()
 			slept = true
 		}
-		if w.closing {
-			// Finish writes what is left itself.
-			w.mu.Unlock()
-			return
+		if len(w.pending) == 0 {
+			continue // Finish took the rest, to write it itself
 		}
 		buf := w.pending
 		w.pending, w.spare = w.spare[:0], nil
