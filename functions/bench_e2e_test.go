@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -115,16 +116,21 @@ func BenchmarkInProcess(b *testing.B) {
 						return bc.body(bc.nodes, 0, false)
 					}
 					return bc.body(bc.nodes, i, false)
-				})
+				}, nil)
 			})
 		}
 	}
 }
 
 // benchmarkInProcess prepares and runs body(i) for each iteration on the
-// handler's engine, the events written as NDJSON to io.Discard.
-func benchmarkInProcess(b *testing.B, nodes int, body func(i int) []byte) {
-	eng := newHandler(b, nil).Engine
+// handler's engine, the events written as NDJSON by sink(h) or, when sink
+// is nil, by a Writer writing each line at once, to io.Discard.
+func benchmarkInProcess(b *testing.B, nodes int, body func(i int) []byte, sink func(*functions.Handler) *protocol.Writer) {
+	h := newHandler(b, nil)
+	eng := h.Engine
+	if sink == nil {
+		sink = func(*functions.Handler) *protocol.Writer { return protocol.NewWriter(io.Discard, "exec-bench", nil) }
+	}
 	// Executions before the timer, of body(-1): the text every warm
 	// iteration repeats (its plan is then cached, as for a workflow the
 	// runner has run before), and one no cold iteration does.
@@ -134,7 +140,7 @@ func benchmarkInProcess(b *testing.B, nodes int, body func(i int) []byte) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		x.Run(context.Background(), protocol.NewWriter(io.Discard, "exec-bench", nil))
+		x.Run(context.Background(), sink(h))
 	}
 	bodies := make([][]byte, b.N)
 	for i := range bodies {
@@ -149,7 +155,7 @@ func benchmarkInProcess(b *testing.B, nodes int, body func(i int) []byte) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		w := protocol.NewWriter(io.Discard, "exec-bench", nil)
+		w := sink(h)
 		if err := w.Emit(&protocol.Accepted{}); err != nil {
 			b.Fatal(err)
 		}
@@ -246,42 +252,17 @@ func lastLine(r io.Reader) ([]byte, error) {
 // BenchmarkInProcess does; coalesced is the handler's own, under its
 // StreamOptions, a flusher goroutine writing every FlushInterval or more.
 func BenchmarkInProcessSinks(b *testing.B) {
-	h := newHandler(b, nil)
-	eng := h.Engine
-	streamed, _ := h.StreamLimits()
-	opts := protocol.StreamOptions{MaxEventBytes: eng.Limits.WithDefaults().MaxEventBytes, MaxStreamBytes: streamed}
-	noFlush := func() error { return nil }
-	body := e2eChain(1000, 0, false)
+	coalesced := func(h *functions.Handler) *protocol.Writer {
+		streamed, _ := h.StreamLimits()
+		return protocol.NewStreamWriter(b.Context(), io.Discard, "exec-bench", func() error { return nil },
+			protocol.StreamOptions{MaxEventBytes: h.Engine.Limits.WithDefaults().MaxEventBytes, MaxStreamBytes: streamed})
+	}
 	for _, sink := range []struct {
 		name string
-		new  func(ctx context.Context) *protocol.Writer
-	}{
-		{"sync", func(context.Context) *protocol.Writer { return protocol.NewWriter(io.Discard, "exec-bench", nil) }},
-		{"coalesced", func(ctx context.Context) *protocol.Writer {
-			return protocol.NewStreamWriter(ctx, io.Discard, "exec-bench", noFlush, opts)
-		}},
-	} {
+		new  func(*functions.Handler) *protocol.Writer
+	}{{"sync", nil}, {"coalesced", coalesced}} {
 		b.Run(sink.name, func(b *testing.B) {
-			run := func() {
-				x, err := eng.PrepareBody(body)
-				if err != nil {
-					b.Fatal(err)
-				}
-				w := sink.new(b.Context())
-				if err := w.Emit(&protocol.Accepted{}); err != nil {
-					b.Fatal(err)
-				}
-				if sum := x.Run(context.Background(), w); sum.Status != protocol.StatusCompleted {
-					b.Fatalf("run ended %s", sum.Status)
-				}
-			}
-			run() // twice before the timer: the plan is cached on the second
-			run()
-			b.ReportAllocs()
-			for b.Loop() {
-				run()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/node")
+			benchmarkInProcess(b, 1000, func(int) []byte { return e2eChain(1000, 0, false) }, sink.new)
 		})
 	}
 }

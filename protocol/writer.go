@@ -253,57 +253,55 @@ func (w *Writer) Finish(t Terminal) error {
 	w.cond.Broadcast()
 	w.kick()
 	rest := append(w.pending, line...)
-	if w.writing {
+	inline := !w.writing
+	if inline {
+		// The flusher is waiting: the rest goes out from here, in one
+		// write with the terminal line, rather than after waking the
+		// flusher (on two vCPUs that handoff was most of Finish's time
+		// for a short stream), and from the core that encoded it. The
+		// flusher, woken, finds nothing pending and exits.
+		w.pending = nil
+		if w.err == nil {
+			w.writeOut(rest)
+		}
+	} else {
 		// The flusher is writing: it goes on with the rest as soon as
 		// that write ends, sooner than this goroutine could once woken.
 		w.pending = rest
-		w.mu.Unlock()
-		<-w.exited
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.releaseBufs()
-		if err == nil {
-			err = w.err
-		}
-		return err
-	}
-	// The flusher is waiting: the rest goes out from here, in one write
-	// with the terminal line, rather than after waking the flusher (on
-	// two vCPUs that handoff was most of Finish's time for a short
-	// stream), and from the core that encoded it.
-	w.pending = nil // the flusher, waking, finds nothing and exits
-	if w.err == nil {
-		w.writing = true
-		w.mu.Unlock()
-		_, werr := w.w.Write(rest)
-		if werr == nil && w.flush != nil {
-			werr = w.flush()
-		}
-		w.mu.Lock()
-		w.writing = false
-		if werr != nil && w.err == nil {
-			w.err = werr
-		}
 	}
 	w.mu.Unlock()
 	<-w.exited
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pending = rest
-	w.releaseBufs()
+	if inline {
+		w.pending = rest
+	}
+	// The flusher is gone and nothing appends once done: the buffers
+	// serve the next stream.
+	putStreamBuf(w.pending)
+	putStreamBuf(w.spare)
+	w.pending, w.spare = nil, nil
 	if err == nil {
 		err = w.err
 	}
 	return err
 }
 
-// releaseBufs hands a coalescing Writer's buffers back once the flusher is
-// gone (nothing appends once done): they serve the next stream. The
-// caller holds mu.
-func (w *Writer) releaseBufs() {
-	putStreamBuf(w.pending)
-	putStreamBuf(w.spare)
-	w.pending, w.spare = nil, nil
+// writeOut writes b to w and flushes, without holding mu, which the caller
+// holds; writing is set meanwhile, so no other write starts. The first
+// error is kept in w.err.
+func (w *Writer) writeOut(b []byte) {
+	w.writing = true
+	w.mu.Unlock()
+	_, err := w.w.Write(b)
+	if err == nil && w.flush != nil {
+		err = w.flush()
+	}
+	w.mu.Lock()
+	w.writing = false
+	if err != nil && w.err == nil {
+		w.err = err
+	}
 }
 
 // streamBufs holds the pending buffers of finished coalescing Writers, as
@@ -449,8 +447,8 @@ func (w *Writer) kick() {
 
 // flushLoop hands pending lines to w until Finish has been called and
 // everything is out (Finish writes the rest itself when the flusher is not
-// writing). It writes without holding mu (writing set), so Emit never
-// waits on the client while the buffer has room.
+// writing). It writes without holding mu (writeOut), so Emit never waits
+// on the client while the buffer has room.
 //
 // The wait between writes starts at FlushInterval and doubles, up to
 // maxFlushGrowth times it, while a burst lasts: while each write's lines
@@ -511,18 +509,8 @@ func (w *Writer) flushLoop() {
 		if w.pending == nil {
 			w.pending = getStreamBuf()
 		}
-		w.writing = true
-		w.mu.Unlock()
-		_, err := w.w.Write(buf)
-		if err == nil && w.flush != nil {
-			err = w.flush()
-		}
-		w.mu.Lock()
-		w.writing = false
+		w.writeOut(buf)
 		w.lastSent = time.Now()
-		if err != nil && w.err == nil {
-			w.err = err
-		}
 		w.spare = buf[:0]
 		if slept {
 			// Lines came faster than the interval: a burst.

@@ -87,16 +87,23 @@ func TestCheckMissingWorker(t *testing.T) {
 	}
 }
 
+// silentWorker writes a worker that starts and never answers.
+func silentWorker(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "silent")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // A worker that does not answer a check is killed at CheckTimeout: the
 // check says so rather than holding Prepare.
 func TestCheckTimeout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits CheckTimeout")
 	}
-	path := filepath.Join(t.TempDir(), "silent")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	path := silentWorker(t)
 	p := &Pool{Options: Options{Path: path}}
 	defer p.Close()
 	start := time.Now()
@@ -119,10 +126,7 @@ func TestCheckWaitsForWorkerAtMostCheckTimeout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits CheckTimeout")
 	}
-	path := filepath.Join(t.TempDir(), "silent")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	path := silentWorker(t)
 	p := &Pool{Options: Options{Path: path, Workers: 1}}
 	defer p.Close()
 	ctx, cancel := context.WithCancel(context.Background())
