@@ -10,7 +10,9 @@
 # on the same shapes; and BenchmarkInProcess (functions/), the engine alone
 # on the same documents. It goes in rounds, each timing every figure once,
 # so that load from elsewhere falls on all of them alike; it prints the
-# medians over RUNS rounds after WARM untimed ones, and ratios:
+# medians over RUNS rounds after WARM untimed ones, and ratios, each the
+# median of the rounds' own ratios (the two figures of a round taken
+# seconds apart, on a machine whose speed drifts by ±20% over minutes):
 #   eino / runner    how many times faster the runner over HTTP is than eino
 #   10k / 1k         the chain's growth (linear: 10)
 #   HTTP / engine    curl's time over BenchmarkInProcess's (per node alike)
@@ -32,6 +34,12 @@
 #
 # BASE=<revision> also builds that revision's runner and times it in the
 # same loop, turn about with this tree's (a before/after column).
+# curl writes each stream it receives into memory (a directory on tmpfs,
+# /dev/shm), where completed reads its last line, not onto the disk: a
+# workflow server parses the stream as it comes, and writing a stream of
+# 350 KB into a file on this machine's ext4 /tmp took curl ≈1.1 ms more
+# than tmpfs did, a client's cost that was counted as the runner's
+# (bench/BASELINE.md, Round 9). OUTDIR names another directory.
 # RUNS (15), WARM (3); EINO_MODES: which eino trigger modes to time, any
 # (its default, Pregel supersteps) and all (AllPredecessor, its DAG mode).
 set -euo pipefail
@@ -43,15 +51,22 @@ case $CONN in keep | new) ;; *) echo "compare: CONN: want keep or new, not $CONN
 GO=${GO:-go}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
+if [ -n "${OUTDIR:-}" ]; then
+	out=$(mktemp -d -p "$OUTDIR")
+elif [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	out=$(mktemp -d -p /dev/shm)
+else
+	out=$tmp
+fi
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
+	rm -rf "$tmp" "$out"
 	[ -z "${BASE:-}" ] || git -C "$root" worktree prune
 }
 trap cleanup EXIT
 
-echo "load: $(uptime | sed 's/.*load average/load average/')"
+echo "load: $(uptime | sed 's/.*load average/load average/'); streams received into $(df --output=fstype "$out" 2>/dev/null | tail -1) ($out)"
 cd "$root"
 CGO_ENABLED=0 $GO build -trimpath -o "$tmp/runner" ./functions/runner
 # The code node's worker, a binary of its own beside the runner's.
@@ -126,7 +141,7 @@ keepalive() {
 		for s in chain1000 fanout1000 chain10000; do
 			for k in idle/$s $s; do
 				printf 'next\nurl = "%s/v1/executions"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$token"
-				printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$tmp/out.${k/\//.}"
+				printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$out/out.${k/\//.}"
 				printf 'write-out = "%s %%{time_total} %%{num_connects}\\n"\n' "$k"
 			done
 		done
@@ -162,17 +177,17 @@ for i in $(seq $((WARM + RUNS))); do
 				case $s in idle/*) echo "$i idle/$sv/${s#idle/} $(calc "$t * 1000")" ;; *) echo "$i http/$sv/$s $(calc "$t * 1000")" ;; esac
 			done
 			for s in chain1000 fanout1000 chain10000; do
-				completed "$sv" "$s" "$tmp/out.idle.$s"
-				completed "$sv" "$s" "$tmp/out.$s"
+				completed "$sv" "$s" "$out/out.idle.$s"
+				completed "$sv" "$s" "$out/out.$s"
 			done
 		done
 	else
 		for s in chain1000 fanout1000 chain10000; do
 			for sv in $order; do
 				for k in idle http; do
-					t=$(curl -sS -o "$tmp/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
+					t=$(curl -sS -o "$out/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
 						-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions")
-					completed "$sv" "$s" "$tmp/out"
+					completed "$sv" "$s" "$out/out"
 					echo "$i $k/$sv/$s $(calc "$t * 1000")"
 				done
 			done
@@ -185,12 +200,17 @@ for i in $(seq $((WARM + RUNS))); do
 	(cd functions && "$tmp/functions.test" -test.run '^$' -test.bench 'InProcess/^(chain1000|fanout1000|chain10000)$/warm' -test.benchtime 2x) |
 		awk -v i="$i" '/^BenchmarkInProcess/ { split($1, p, "/"); n = (p[2] == "chain10000") ? 10000 : 1000
 			for (k = 1; k < NF; k++) if ($(k+1) == "ns/node") print i, "engine/" p[2], $k * n / 1e6 }'
-done | awk -v warm="$WARM" '$1 > warm { print $2, $3 }' >"$tmp/samples"
+done | awk -v warm="$WARM" '$1 > warm' >"$tmp/samples"
 for p in "${pids[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
 pids=()
 
 # med KEY: the median of KEY's samples ("" when there are none).
-med() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/samples" | median; }
+med() { awk -v k="$1" '$2 == k { print $3 }' "$tmp/samples" | median; }
+# ratio A B: the median over the rounds of A's sample over B's.
+ratio() {
+	awk -v a="$1" -v b="$2" '$2 == a { x[$1] = $3 } $2 == b { y[$1] = $3 }
+		END { for (i in x) if ((i in y) && y[i] > 0) print x[i] / y[i] }' "$tmp/samples" | median
+}
 declare -A http httpbase idle eino inproc
 for s in chain1000 fanout1000 chain10000; do
 	http[$s]=$(med "http/head/$s")
@@ -212,7 +232,7 @@ for s in chain1000 fanout1000 chain10000; do
 	printf ' %12.2f' "${http[$s]}"
 	for m in $EINO_MODES; do
 		if [ -n "${eino[$m/$s]:-}" ]; then
-			printf ' %14.2f %11.1fx' "${eino[$m/$s]}" "$(calc "${eino[$m/$s]} / ${http[$s]}")"
+			printf ' %14.2f %11.1fx' "${eino[$m/$s]}" "$(ratio "eino/$m/$s" "http/head/$s")"
 		else
 			printf ' %14s %12s' - -
 		fi
@@ -220,12 +240,12 @@ for s in chain1000 fanout1000 chain10000; do
 	hn=$(calc "${http[$s]} * 1000 / $n")
 	if [ -n "${inproc[$s]:-}" ]; then
 		en=$(calc "${inproc[$s]} * 1000 / $n")
-		printf ' %14.2f %14.2f %11.2fx\n' "$hn" "$en" "$(calc "$hn / $en")"
+		printf ' %14.2f %14.2f %11.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")"
 	else
 		printf ' %14.2f %14s %12s\n' "$hn" - -
 	fi
 done
-printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(calc "${http[chain10000]} / ${http[chain1000]}")"
+printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(ratio http/head/chain10000 http/head/chain1000)"
 # The first of each pair: the same figures for a request that meets the
 # runner after the machine's other work, with no request just before it.
 printf '\n%-12s %12s' 'first of two' 'runner ms'
@@ -235,13 +255,13 @@ for s in chain1000 fanout1000 chain10000; do
 	n=${s#chain}; n=${n#fanout}
 	printf '%-12s %12.2f' "$s" "${idle[$s]}"
 	for m in $EINO_MODES; do
-		if [ -n "${eino[$m/$s]:-}" ]; then printf ' %11.1fx' "$(calc "${eino[$m/$s]} / ${idle[$s]}")"; else printf ' %12s' -; fi
+		if [ -n "${eino[$m/$s]:-}" ]; then printf ' %11.1fx' "$(ratio "eino/$m/$s" "idle/head/$s")"; else printf ' %12s' -; fi
 	done
 	hn=$(calc "${idle[$s]} * 1000 / $n")
 	if [ -n "${inproc[$s]:-}" ]; then
-		printf ' %14.2f %11.2fx\n' "$hn" "$(calc "$hn / (${inproc[$s]} * 1000 / $n)")"
+		printf ' %14.2f %11.2fx\n' "$hn" "$(ratio "idle/head/$s" "engine/$s")"
 	else
 		printf ' %14.2f %12s\n' "$hn" -
 	fi
 done
-echo "(medians of $RUNS rounds after $WARM warm-up rounds, each round every figure once; CONN=$CONN: $([ "$CONN" = keep ] && echo "one kept-alive connection per round and server" || echo "a new connection, and a curl, per request"); eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"
+echo "(medians of $RUNS rounds after $WARM warm-up rounds, each round every figure once, ratios the medians of the rounds' own; CONN=$CONN: $([ "$CONN" = keep ] && echo "one kept-alive connection per round and server" || echo "a new connection, and a curl, per request"); eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"
