@@ -79,7 +79,12 @@ func (s *scope) NodeRef(id string, ref *atomic.Uint64) (string, any, bool) {
 	}
 	i, ok := gr.g.index[id]
 	if !ok {
-		return s.Node(id) // an outer graph's
+		// An outer graph's: the search goes on past the graph just
+		// looked in, rather than from s again.
+		if ogr, j := c.parent.lookup(id); ogr != nil {
+			return ogr.states[j].ended()
+		}
+		return "", nil, false
 	}
 	if uint64(i) <= refIndexMask && gr.g.serial < 1<<(64-refIndexBits) {
 		ref.Store(gr.g.serial<<refIndexBits | uint64(i))
