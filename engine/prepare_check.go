@@ -9,7 +9,8 @@ import (
 // Prepare, stage 2: check. A decoded document (prepare_decode.go) is held
 // to the rules of docs/workflow.schema.json without a generic JSON Schema
 // pass: the same decisions, at the same paths, with the validator's
-// messages. The schema stays the published contract;
+// messages, to which a misspelt member adds a "did you mean" (nearMisses)
+// that no validator says. The schema stays the published contract;
 // TestDocSchemaAgreesWithLibrary and FuzzDocSchema run both over a corpus
 // and fail on any difference, so a change to one without the other is
 // caught. The document and its nodes are read typed; a with, and the

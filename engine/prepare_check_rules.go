@@ -2,9 +2,12 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/runnerd/lambda-runner/engine/lang"
 )
 
 // The primitives of the check (prepare_check.go): locations, failures
@@ -19,11 +22,20 @@ const (
 
 // schemaLeaf is one failed rule: where, what, and the members a missing or
 // unknown member rule names (reported at the object, covering the member).
+// The document's check also says which members were missing, and which
+// unknown ones are near misses of known ones: reportLeaves words them
+// into a "did you mean" after the validator's message.
 type schemaLeaf struct {
 	loc     string
 	msg     string
 	members []string
+	missing bool       // members are required ones absent
+	near    []nearMiss // for unknown members
 }
+
+// nearMiss is an unknown member and the known one it is a plausible typo
+// of.
+type nearMiss struct{ got, want string }
 
 // docSeg is one step of the location being checked: a member name or,
 // when key is empty and idx >= 0, an array index.
@@ -40,6 +52,8 @@ type docChecker struct {
 	leaves []schemaLeaf
 	quiet  int
 	fails  int
+	// nearPlaces counts the objects nearMisses looked at.
+	nearPlaces int
 }
 
 // checkDocumentSchema checks a decoded document and returns what failed,
@@ -166,20 +180,100 @@ func (c *docChecker) required(m map[string]any, names ...string) {
 func (c *docChecker) missing(missing []string) {
 	switch len(missing) {
 	case 0:
+		return
 	case 1:
 		c.failMembers(schemaSprintf("missing property %s", schemaQuote(missing[0])), missing)
 	default:
 		c.failMembers(schemaSprintf("missing properties %s", schemaJoinQuoted(missing)), missing)
 	}
+	if c.quiet == 0 {
+		c.leaves[len(c.leaves)-1].missing = true
+	}
 }
 
-// additional reports members no rule names.
-func (c *docChecker) additional(extra []string) {
+// additional reports members no rule names; check is the object's rule on
+// a member, which knows the names that would have been accepted.
+func (c *docChecker) additional(extra []string, check func(c *docChecker, k string, val any) bool) {
 	if len(extra) == 0 {
 		return
 	}
 	slices.Sort(extra)
 	c.failMembers(additionalMessage(extra), extra)
+	if c.quiet == 0 {
+		c.leaves[len(c.leaves)-1].near = c.nearMisses(extra, check)
+	}
+}
+
+// nearMisses pairs each of extra with the member check accepts that it is
+// a plausible typo of. The names check accepts are found by asking it of
+// each member name the schema has (memberNames), quietly: only on the way
+// to a 400.
+func (c *docChecker) nearMisses(extra []string, check func(c *docChecker, k string, val any) bool) []nearMiss {
+	if c.nearPlaces >= maxNearMissPlaces {
+		return nil
+	}
+	c.nearPlaces++
+	var known []string
+	c.quiet++
+	fails := c.fails
+	for _, k := range memberNames {
+		c.push(k)
+		if check(c, k, nil) {
+			known = append(known, k)
+		}
+		c.pop()
+	}
+	c.fails = fails
+	c.quiet--
+	var near []nearMiss
+	for _, k := range extra[:min(len(extra), maxNearMissMembers)] {
+		if want := lang.Closest(k, known); want != "" {
+			near = append(near, nearMiss{got: k, want: want})
+		}
+	}
+	return near
+}
+
+// Bounds of the near-miss search, which runs only on the way to a 400,
+// but over a document an author wrote: the unknown members of one object
+// looked at, and the objects looked at in a document.
+const (
+	maxNearMissMembers = 8
+	maxNearMissPlaces  = 64
+)
+
+// memberNames are the names of every member the workflow schema
+// (docs/workflow.schema.json) defines, at any depth.
+var memberNames = []string{
+	"$schema", "arguments", "backoffMs", "batchSize", "body", "code", "concurrency",
+	"content", "description", "distribute", "factor", "failOnStatus", "headers", "id",
+	"input", "invocations", "items", "json", "maxAttempts", "maxBackoffMs", "maxSteps",
+	"maxTokens", "message", "messages", "method", "name", "needs", "nodes", "onError",
+	"output", "prompt", "query", "responseType", "retry", "role", "system", "temperature",
+	"timeoutMs", "tool", "tools", "toolset", "toolsets", "type", "url", "value", "version",
+	"when", "with", "workflow",
+}
+
+// nearHint words near misses for a detail: ` (did you mean "with"?)` for
+// the one unknown member of an additional-properties detail, else each
+// with the member it stands for.
+func nearHint(near []nearMiss, alone bool) string {
+	if len(near) == 0 {
+		return ""
+	}
+	if alone && len(near) == 1 {
+		return fmt.Sprintf(" (did you mean %q?)", near[0].want)
+	}
+	var b strings.Builder
+	b.WriteString(" (did you mean ")
+	for i, n := range near {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q for %q", n.want, n.got)
+	}
+	b.WriteString("?)")
+	return b.String()
 }
 
 func additionalMessage(names []string) string {

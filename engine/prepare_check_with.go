@@ -94,7 +94,7 @@ func (c *docChecker) known(m map[string]any, check func(c *docChecker, k string,
 		}
 		c.pop()
 	}
-	c.additional(extra)
+	c.additional(extra, check)
 }
 
 func (c *docChecker) withSet(v any) {

@@ -54,9 +54,27 @@ func reportLeaves(leaves []schemaLeaf, d *detailList) {
 	// one's message is kept.
 	slices.SortStableFunc(leaves, func(a, b schemaLeaf) int { return comparePaths(a.loc, b.loc) })
 	for i, l := range leaves {
-		if i == 0 || leaves[i-1].loc != l.loc {
-			d.add(l.loc, "%s", l.msg)
+		if i > 0 && leaves[i-1].loc == l.loc {
+			continue
 		}
+		hint := nearHint(l.near, len(l.members) == 1)
+		if l.missing {
+			// An unknown member at the same place, kept quiet by this
+			// message, may be the missing one misspelt.
+			var near []nearMiss
+			for _, o := range leaves[i+1:] {
+				if o.loc != l.loc {
+					break
+				}
+				for _, n := range o.near {
+					if slices.Contains(l.members, n.want) {
+						near = append(near, n)
+					}
+				}
+			}
+			hint = nearHint(near, false)
+		}
+		d.add(l.loc, "%s%s", l.msg, hint)
 	}
 	for _, l := range leaves {
 		if l.members == nil {

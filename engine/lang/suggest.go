@@ -5,6 +5,16 @@ import "fmt"
 // DidYouMean returns ` (did you mean "x"?)` for the candidate closest to
 // name when it is a plausible typo, else "".
 func DidYouMean(name string, candidates []string) string {
+	best := Closest(name, candidates)
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// Closest returns the candidate closest to name when it is a plausible
+// typo of it, else "".
+func Closest(name string, candidates []string) string {
 	best, bestD := "", -1
 	for _, c := range candidates {
 		if c == name {
@@ -20,7 +30,7 @@ func DidYouMean(name string, candidates []string) string {
 	if bestD < 0 || bestD > max(1, min(len(name), len(best))/3) {
 		return ""
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 // editDistance is the optimal string alignment distance between a and b:

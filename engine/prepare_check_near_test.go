@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/runnerd/lambda-runner/docs"
+)
+
+// TestDocNearMisses: a misspelt member of the document is refused with the
+// validator's message and a "did you mean" naming the member it stands
+// for, at every depth; a name near no member gets no suggestion.
+func TestDocNearMisses(t *testing.T) {
+	tests := []struct {
+		name, wf string
+		path, msg string
+	}{
+		{"node member", `{"nodes":[{"id":"a","type":"set","wiht":{"value":1}}]}`,
+			"workflow.nodes[0]", `additional properties 'wiht' not allowed (did you mean "with"?)`},
+		{"retry", `{"nodes":[{"id":"a","type":"set","retyr":{"maxAttempts":2}}]}`,
+			"workflow.nodes[0]", `additional properties 'retyr' not allowed (did you mean "retry"?)`},
+		{"two at once", `{"nodes":[{"id":"a","type":"set","retyr":{},"wiht":{}}]}`,
+			"workflow.nodes[0]", `additional properties 'retyr', 'wiht' not allowed (did you mean "retry" for "retyr", "with" for "wiht"?)`},
+		{"one near, one not", `{"nodes":[{"id":"a","type":"set","zzzzzz":1,"wiht":{}}]}`,
+			"workflow.nodes[0]", `additional properties 'wiht', 'zzzzzz' not allowed (did you mean "with" for "wiht"?)`},
+		{"with of set", `{"nodes":[{"id":"a","type":"set","with":{"valeu":1}}]}`,
+			"workflow.nodes[0].with", `additional properties 'valeu' not allowed (did you mean "value"?)`},
+		{"with of http", `{"nodes":[{"id":"a","type":"http","with":{"url":"https://x.example","heders":{}}}]}`,
+			"workflow.nodes[0].with", `additional properties 'heders' not allowed (did you mean "headers"?)`},
+		{"retry member", `{"nodes":[{"id":"a","type":"set","retry":{"maxAttempt":2}}]}`,
+			"workflow.nodes[0].retry", `additional properties 'maxAttempt' not allowed (did you mean "maxAttempts"?)`},
+		{"inside a map", `{"nodes":[{"id":"m","type":"map","with":{"items":[1],"nodes":[{"id":"b","type":"set","wen":"true"}]}}]}`,
+			"workflow.nodes[0].with.nodes[0]", `additional properties 'wen' not allowed (did you mean "when"?)`},
+		{"document member", `{"nodes":[{"id":"a","type":"set"}],"ouptut":1}`,
+			"workflow", `additional properties 'ouptut' not allowed (did you mean "output"?)`},
+		{"a member of another node type is no suggestion", `{"nodes":[{"id":"a","type":"set","with":{"url":"x"}}]}`,
+			"workflow.nodes[0].with", `additional properties 'url' not allowed`},
+		{"far from every member", `{"nodes":[{"id":"a","type":"set","colour":1}]}`,
+			"workflow.nodes[0]", `additional properties 'colour' not allowed`},
+		{"missing member misspelt", `{"nodes":[{"id":"a","tpye":"set"}]}`,
+			"workflow.nodes[0]", `missing property 'type' (did you mean "type" for "tpye"?)`},
+		{"missing nodes misspelt", `{"nodez":[]}`,
+			"workflow", `missing property 'nodes' (did you mean "nodes" for "nodez"?)`},
+		{"missing member, other unknown", `{"nodes":[{"id":"a","colour":"set"}]}`,
+			"workflow.nodes[0]", `missing property 'type'`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := prepareInvalid(t, newTestEngine(nil), reqBody(tt.wf, ""))
+			for _, d := range inv.Details {
+				if d.Path == tt.path {
+					if d.Message != tt.msg {
+						t.Errorf("at %s: %q\nwant %q", d.Path, d.Message, tt.msg)
+					}
+					return
+				}
+			}
+			t.Errorf("no detail at %s: %+v", tt.path, inv.Details)
+		})
+	}
+}
+
+// TestMemberNamesAreTheSchemas: the names nearMisses asks the checks about
+// are exactly the member names docs/workflow.schema.json defines.
+func TestMemberNamesAreTheSchemas(t *testing.T) {
+	var root any
+	if err := json.Unmarshal(docs.WorkflowSchema, &root); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok {
+				for k := range props {
+					seen[k] = true
+				}
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(root)
+	var want []string
+	for k := range seen {
+		want = append(want, k)
+	}
+	sort.Strings(want)
+	got := slices.Clone(memberNames)
+	sort.Strings(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("memberNames %q\nschema's     %q", got, want)
+	}
+}
+
+// TestHostileNearMisses: the search for near misses, which a document
+// with many unknown members could make long, looks at a bounded number of
+// members an object and of objects a document, and the refusal is the
+// same otherwise.
+func TestHostileNearMisses(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"nodes":[{"id":"a","type":"set"`)
+	for c := 'a'; c <= 'v'; c++ {
+		fmt.Fprintf(&b, `,"%cith":1`, c) // each one letter from "with"
+	}
+	for i := range 20000 {
+		fmt.Fprintf(&b, `,"zz%d":1`, i)
+	}
+	b.WriteString(`}]}`)
+	inv := prepareInvalid(t, newTestEngine(nil), reqBody(b.String(), ""))
+	if len(inv.Details) != 1 || strings.Count(inv.Details[0].Message, " for ") != maxNearMissMembers {
+		t.Errorf("one object with 22 near misses of 20,022 members: %d details, %d suggested; want 1, %d",
+			len(inv.Details), strings.Count(inv.Details[0].Message, " for "), maxNearMissMembers)
+	}
+
+	b.Reset()
+	b.WriteString(`{"nodes":[`)
+	for i := range 2000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"n%d","type":"set","wiht":1}`, i)
+	}
+	b.WriteString(`]}`)
+	inv = prepareInvalid(t, newTestEngine(nil), reqBody(b.String(), ""))
+	hinted := 0
+	for _, d := range inv.Details {
+		if strings.Contains(d.Message, "did you mean") {
+			hinted++
+		}
+	}
+	if len(inv.Details) != 2000 || hinted != maxNearMissPlaces {
+		t.Errorf("2,000 objects with a near miss: %d details, %d with a suggestion; want 2000, %d", len(inv.Details), hinted, maxNearMissPlaces)
+	}
+}
