@@ -16,7 +16,7 @@ import (
 // for, at every depth; a name near no member gets no suggestion.
 func TestDocNearMisses(t *testing.T) {
 	tests := []struct {
-		name, wf string
+		name, wf  string
 		path, msg string
 	}{
 		{"node member", `{"nodes":[{"id":"a","type":"set","wiht":{"value":1}}]}`,
