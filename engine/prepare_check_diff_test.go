@@ -124,6 +124,21 @@ func dsCheck(t testing.TB, name string, raw []byte) bool {
 	return true
 }
 
+// walkObjects calls visit on every object in v, v itself first.
+func walkObjects(v any, visit func(map[string]any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		visit(v)
+		for _, e := range v {
+			walkObjects(e, visit)
+		}
+	case []any:
+		for _, e := range v {
+			walkObjects(e, visit)
+		}
+	}
+}
+
 // dsHarvest collects workflow documents: examples/, and every JSON object
 // with a "nodes" member in the string literals of the tests of engine,
 // functions and conformance.
@@ -131,24 +146,12 @@ func dsHarvest(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	add := func(name string, v any) {
-		var walk func(v any)
-		walk = func(v any) {
-			switch v := v.(type) {
-			case map[string]any:
-				if _, ok := v["nodes"]; ok {
-					b, _ := json.Marshal(v)
-					out[string(b)] = b
-				}
-				for _, e := range v {
-					walk(e)
-				}
-			case []any:
-				for _, e := range v {
-					walk(e)
-				}
+		walkObjects(v, func(m map[string]any) {
+			if _, ok := m["nodes"]; ok {
+				b, _ := json.Marshal(m)
+				out[string(b)] = b
 			}
-		}
-		walk(v)
+		})
 	}
 	files, _ := filepath.Glob("../examples/*.json")
 	literal := regexp.MustCompile("(?s)`(\\{.*?)`")

@@ -72,25 +72,13 @@ func TestMemberNamesAreTheSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			if props, ok := v["properties"].(map[string]any); ok {
-				for k := range props {
-					seen[k] = true
-				}
-			}
-			for _, e := range v {
-				walk(e)
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
+	walkObjects(root, func(m map[string]any) {
+		if props, ok := m["properties"].(map[string]any); ok {
+			for k := range props {
+				seen[k] = true
 			}
 		}
-	}
-	walk(root)
+	})
 	var want []string
 	for k := range seen {
 		want = append(want, k)
