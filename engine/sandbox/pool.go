@@ -257,21 +257,33 @@ func (w *worker) eval(ctx context.Context, req Request) (rep *Reply, keep bool, 
 }
 
 // died reaps a worker whose pipe closed in the middle of an evaluation and
-// says why it ended, from its exit and the head of what it printed.
+// says why it ended (deathCause).
 func (w *worker) died() error {
 	w.stdin.Close()
 	err := w.cmd.Wait()
 	w.cmd = nil
-	msg := w.stderr.String()
+	return deathCause(w.stderr.String(), err)
+}
+
+// deathCause says why a worker ended, from the head of what it printed
+// and its exit.
+func deathCause(stderr string, exit error) error {
 	switch {
 	// The Go runtime's words, and the race detector's (tests).
-	case strings.Contains(msg, "out of memory"), strings.Contains(msg, "cannot allocate memory"), strings.Contains(msg, "failed to allocate"):
+	case strings.Contains(stderr, "out of memory"), strings.Contains(stderr, "cannot allocate memory"), strings.Contains(stderr, "failed to allocate"):
 		return &Error{Kind: KindMemory, Message: "the code exceeded its memory limit"}
-	case strings.Contains(msg, "stack overflow"), strings.Contains(msg, "stack exceeds"):
+	case strings.Contains(stderr, "stack overflow"), strings.Contains(stderr, "stack exceeds"):
 		return &Error{Kind: KindStack, Message: "the code nested too deeply (stack overflow)"}
+	case strings.HasPrefix(stderr, "SIGSEGV: segmentation violation"), strings.Contains(stderr, "unexpected signal during runtime execution"):
+		// A fault in the Go runtime itself: in a worker that runs only
+		// Go code, one of the runtime's own allocations that the kernel
+		// refused at the worker's memory limit (RLIMIT_DATA) and that
+		// the runtime did not check (Go 1.26's default GC left its span
+		// queue's nil; the worker is built without it, see Makefile).
+		return &Error{Kind: KindMemory, Message: "the code exceeded its memory limit (the worker's Go runtime faulted on a refused allocation)"}
 	}
 	var ee *exec.ExitError
-	if errors.As(err, &ee) {
+	if errors.As(exit, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			// Not ours (kill is not followed by died): the kernel's
 			// out-of-memory killer, as far as can be told.

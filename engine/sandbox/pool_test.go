@@ -161,3 +161,31 @@ func TestCheckWaitsForWorkerAtMostCheckTimeout(t *testing.T) {
 		t.Errorf("Eval = %v, want the context's end", err)
 	}
 }
+
+// TestDeathCause: how a worker's end is told from what it printed, among
+// them the fault Go 1.26's default collector makes when the kernel refuses
+// it memory at the worker's limit (its stderr, as captured).
+func TestDeathCause(t *testing.T) {
+	const greenteaFault = "SIGSEGV: segmentation violation\nPC=0x436bbd m=0 sigcode=1 addr=0x0\n\n" +
+		"goroutine 0 gp=0xda51e0 m=0 mp=0xda5fa0 [idle]:\nruntime.(*spanQueue).tryDrain(0x7ffe00000400?, 0x43f405?, 0xda55e8?)\n" +
+		"\truntime/mgcmark_greenteagc.go:520 +0x5d fp=0x7ffe9e505140 sp=0x7ffe9e505120 pc=0x436bbd\n"
+	for _, tc := range []struct {
+		name, stderr string
+		kind         Kind
+	}{
+		{"runtime out of memory", "fatal error: runtime: out of memory\n\nruntime stack:\n", KindMemory},
+		{"refused mapping", "runtime: cannot allocate memory\nfatal error: out of memory\n", KindMemory},
+		{"stack", "runtime: goroutine stack exceeds 16777216-byte limit\nfatal error: stack overflow\n", KindStack},
+		{"fault in the collector at the limit", greenteaFault, KindMemory},
+		{"fault in runtime code", "fatal error: unexpected signal during runtime execution\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4]\n", KindMemory},
+		{"a Go panic is a crash", "panic: runtime error: invalid memory address or nil pointer dereference\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0]\n", KindCrashed},
+		{"nothing said", "", KindCrashed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var se *Error
+			if err := deathCause(tc.stderr, nil); !errors.As(err, &se) || se.Kind != tc.kind || se.Message == "" {
+				t.Errorf("deathCause = %+v, want kind %s", err, tc.kind)
+			}
+		})
+	}
+}

@@ -97,7 +97,7 @@ func codeWorkerPath(t testing.TB) string {
 		}
 		builtWorker.path = filepath.Join(builtWorker.dir, "codeworker")
 		cmd := exec.Command("go", "build", "-o", builtWorker.path, "../codeworker")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOEXPERIMENT=nogreenteagc") // as the Makefile builds it
 		if out, err := cmd.CombinedOutput(); err != nil {
 			builtWorker.err = fmt.Errorf("building the code worker: %v\n%s", err, out)
 		}

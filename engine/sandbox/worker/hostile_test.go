@@ -206,3 +206,47 @@ func workerProcesses(t *testing.T) int {
 	}
 	return n
 }
+
+// TestMemoryExhaustionIsMemory: code that runs its worker out of memory is
+// reported as the memory limit every time, not as a crash, on this test
+// binary as the worker and on the shipped worker (RUNNER_TEST_CODE_WORKER,
+// which make test builds as the Makefile ships it). Built with Go 1.26's
+// default collector, about one in four of these faulted in the runtime;
+// the shipped worker, built without it, must report the runtime's own
+// "out of memory", never the fault.
+func TestMemoryExhaustionIsMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a worker per evaluation")
+	}
+	codes := []string{
+		"return 'x'.repeat(50 << 20)",
+		"const s = 'x'.repeat(40 << 20); return [s, s + 'y']",
+		"const a = []; for (let i = 0; i < 80 * 16; i++) a.push('y'.repeat(65536) + i); return a.length",
+		"const o = {}; for (let i = 0; i < 40 * 20000; i++) o['k' + i] = {v: i}; return 1",
+	}
+	workers := map[string]string{"test binary": testBinary()}
+	if p := os.Getenv("RUNNER_TEST_CODE_WORKER"); p != "" {
+		workers["shipped worker"] = p
+	}
+	for name, path := range workers {
+		t.Run(name, func(t *testing.T) {
+			p := &sandbox.Pool{Options: sandbox.Options{Path: path, Workers: 1}}
+			defer p.Close()
+			n := 16
+			if raceEnabled && path == testBinary() {
+				n = len(codes) // each about 4 s in a worker built with the race detector
+			}
+			for i := range n {
+				code := codes[i%len(codes)]
+				_, err := p.Eval(context.Background(), request(code))
+				var se *sandbox.Error
+				if !errors.As(err, &se) || se.Kind != sandbox.KindMemory {
+					t.Fatalf("%s: err = %v, want the memory limit", code, err)
+				}
+				if name == "shipped worker" && strings.Contains(se.Message, "faulted") {
+					t.Fatalf("%s: %s: the shipped worker faulted in its runtime (built with greenteagc?)", code, se.Message)
+				}
+			}
+		})
+	}
+}
