@@ -57,8 +57,10 @@ func reportLeaves(leaves []schemaLeaf, d *detailList) {
 		if i > 0 && leaves[i-1].loc == l.loc {
 			continue
 		}
-		hint := nearHint(l.near, len(l.members) == 1)
-		if l.missing {
+		var hint string
+		if !l.missing {
+			hint = nearHint(l.near, len(l.members) == 1)
+		} else {
 			// An unknown member at the same place, kept quiet by this
 			// message, may be the missing one misspelt.
 			var near []nearMiss

@@ -18,7 +18,14 @@ import (
 // testPool is a pool whose workers are this test binary (TestMain).
 func testPool(t testing.TB, workers int) *sandbox.Pool {
 	t.Helper()
-	p := &sandbox.Pool{Options: sandbox.Options{Path: testBinary(), Workers: workers}}
+	return poolOf(t, testBinary(), workers)
+}
+
+// poolOf is a pool of workers running the executable at path, closed
+// when the test ends.
+func poolOf(t testing.TB, path string, workers int) *sandbox.Pool {
+	t.Helper()
+	p := &sandbox.Pool{Options: sandbox.Options{Path: path, Workers: workers}}
 	t.Cleanup(p.Close)
 	return p
 }
@@ -230,8 +237,7 @@ func TestMemoryExhaustionIsMemory(t *testing.T) {
 	}
 	for name, path := range workers {
 		t.Run(name, func(t *testing.T) {
-			p := &sandbox.Pool{Options: sandbox.Options{Path: path, Workers: 1}}
-			defer p.Close()
+			p := poolOf(t, path, 1)
 			n := 16
 			if raceEnabled && path == testBinary() {
 				n = len(codes) // each about 4 s in a worker built with the race detector
