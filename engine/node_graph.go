@@ -57,6 +57,7 @@ func (mapKind) Prepare(c *Compiler) Step {
 			Item:  true,
 			Input: outer.Input,
 			Tally: outer.Tally,
+			Hints: outer.Hints,
 		}
 		s.output = c.templateIn("output", v, sc)
 		s.hasOutput = true

@@ -39,6 +39,7 @@ type prep struct {
 	input       *lang.InputShape // the input schema of the document being compiled
 	fanout      bool             // a map distributes (with.distribute)
 	tally       lang.Tally       // expressions compiled, against maxExpressions
+	hints       lang.Hints       // searches for "did you mean", against their bound
 	// impure is set when compiling read something of the request (its
 	// runtime payload, its secrets' names) or ran a kind the engine does
 	// not know to read nothing of it: the plan is then not cached.

@@ -245,7 +245,9 @@ func (c *docChecker) node(n *nodeDoc) {
 		c.pop()
 	}
 	c.known(n.rest, (*docChecker).nodeMember)
-	// The schema's if/then: a rule applies when type is absent or equal.
+	// The schema's if/then: a rule applies when type is there and equal.
+	// A node without a type has no with to judge: "missing property
+	// 'type'" is its error, not every node type's complaint about its with.
 	typ, typOK := n.Type, n.has&hasType != 0
 	if !typOK && restType {
 		v := n.rest["type"]
@@ -259,7 +261,7 @@ func (c *docChecker) node(n *nodeDoc) {
 		with, hasWith = n.rest["with"]
 	}
 	for _, r := range withRules {
-		if withType && (!typOK || typ != r.typ) {
+		if !typOK || typ != r.typ {
 			continue
 		}
 		if r.required && !hasWith {

@@ -64,6 +64,30 @@ func TestDocNearMisses(t *testing.T) {
 	}
 }
 
+// TestTypelessNodeWith: a node whose type is missing, misspelt or not a
+// string is told so once; its with is judged by no node type's rules (it
+// used to be judged by all of them, each adding its own complaint).
+func TestTypelessNodeWith(t *testing.T) {
+	for _, tt := range []struct{ name, node, path, msg string }{
+		{"misspelt type", `{"id":"a","tpye":"set","with":{"value":1}}`,
+			"workflow.nodes[0]", `missing property 'type' (did you mean "type" for "tpye"?)`},
+		{"no type, http's with", `{"id":"a","with":{"url":"https://x.example","method":"GET"}}`,
+			"workflow.nodes[0]", `missing property 'type'`},
+		{"no type, no with", `{"id":"a"}`, "workflow.nodes[0]", `missing property 'type'`},
+		{"type not a string", `{"id":"a","type":7,"with":{"value":1}}`,
+			"workflow.nodes[0].type", `got number, want string`},
+		{"in a map", `{"id":"m","type":"map","with":{"items":[1],"nodes":[{"id":"b","with":{"value":1}}]}}`,
+			"workflow.nodes[0].with.nodes[0]", `missing property 'type'`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := prepareInvalid(t, newTestEngine(nil), reqBody(`{"nodes":[`+tt.node+`]}`, ""))
+			if len(inv.Details) != 1 || inv.Details[0].Path != tt.path || inv.Details[0].Message != tt.msg {
+				t.Errorf("details %+v\nwant one, at %s: %q", inv.Details, tt.path, tt.msg)
+			}
+		})
+	}
+}
+
 // TestMemberNamesAreTheSchemas: the names nearMisses asks the checks about
 // are exactly the member names docs/workflow.schema.json defines.
 func TestMemberNamesAreTheSchemas(t *testing.T) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
@@ -41,7 +42,7 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 		for i, n := range g.nodes {
 			all[i] = n.id
 		}
-		sc := &lang.Scope{Visible: g.has, Ancestors: func() []string { return all }, Input: p.input, Tally: &p.tally}
+		sc := &lang.Scope{Visible: g.has, Ancestors: func() []string { return all }, Input: p.input, Tally: &p.tally, Hints: &p.hints}
 		g.output = lang.CompileTemplate(path+".output", v, sc, p.d)
 		g.hasOutput = true
 	}
@@ -130,6 +131,7 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *la
 	np.g, np.i, np.outer = g, i, outer
 	np.sc = lang.Scope{
 		Tally:    &p.tally,
+		Hints:    &p.hints,
 		Input:    p.input,
 		Upstream: np,
 		Item:     item,
@@ -144,7 +146,12 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *la
 	}
 	kind, ok := p.e.kinds[nd.Type]
 	if !ok {
-		p.d.add(n.path+".type", "node %q: unknown node type %q (this runner runs %s)", nd.ID, nd.Type, strings.Join(p.e.NodeTypes(), ", "))
+		types := p.e.NodeTypes()
+		hint := ""
+		if near := p.hints.Closest(nd.Type, func() []string { return types }); near != "" {
+			hint = fmt.Sprintf("did you mean %q? ", near)
+		}
+		p.d.add(n.path+".type", "node %q: unknown node type %q (%sthis runner runs %s)", nd.ID, nd.Type, hint, strings.Join(types, ", "))
 		return
 	}
 	if !pureKind(kind) {

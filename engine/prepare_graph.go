@@ -94,7 +94,7 @@ func (p *prep) buildGraph(path string, docs []nodeDoc) *graph {
 			k, ok := g.index[need]
 			switch {
 			case !ok:
-				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "unknown node id %q", need)
+				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "unknown node id %q%s", need, p.hints.DidYouMean(need, func() []string { return docIDs(docs) }))
 			case k == i:
 				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "node %q needs itself", need)
 			default:
@@ -334,4 +334,13 @@ func normalizeRetry(r *RetryPolicy) RetryPolicy {
 		out.MaxBackoffMs = r.MaxBackoffMs
 	}
 	return out
+}
+
+// docIDs lists the ids of docs, for a suggestion.
+func docIDs(docs []nodeDoc) []string {
+	ids := make([]string, len(docs))
+	for i := range docs {
+		ids[i] = docs[i].ID
+	}
+	return ids
 }

@@ -177,6 +177,16 @@ func TestPrepareRejects(t *testing.T) {
 			want: []problem{{"workflow.nodes[0].type", []string{`node "beam"`, `unknown node type "teleport"`, "this runner runs ", "fail, ", "map, ", "set, "}}},
 		},
 		{
+			name: "unknown type near a known one",
+			wf:   `{"nodes":[{"id":"beam","type":"htttp","with":{"url":"https://x.example"}}]}`,
+			want: []problem{{"workflow.nodes[0].type", []string{`unknown node type "htttp" (did you mean "http"? this runner runs `}}},
+		},
+		{
+			name: "unknown type near none",
+			wf:   `{"nodes":[{"id":"beam","type":"teleport"}]}`,
+			want: []problem{{"workflow.nodes[0].type", []string{`unknown node type "teleport" (this runner runs `}}},
+		},
+		{
 			name: "bad node id",
 			wf:   `{"nodes":[{"id":"1st","type":"set"}]}`,
 			want: []problem{{"workflow.nodes[0].id", nil}},

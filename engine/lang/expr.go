@@ -41,6 +41,9 @@ type Scope struct {
 	// Tally, when not nil, counts the request's expressions against
 	// maxExpressions.
 	Tally *Tally
+	// Hints, when not nil, counts the request's searches for suggestions
+	// against maxHints.
+	Hints *Hints
 }
 
 // Upstream is what a Scope's Visible and Ancestors say, as methods.
@@ -135,12 +138,12 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 			}
 		default:
 			names := scopeNames(sc)
-			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: %s)%s", src, name, strings.Join(names, ", "), DidYouMean(name, names))
+			return nil, fmt.Errorf("expression %q: unknown name %q (in scope: %s)%s", src, name, strings.Join(names, ", "), sc.Hints.DidYouMean(name, func() []string { return names }))
 		}
 	}
 	for _, id := range c.nodeRefs {
 		if !sc.IsVisible(id) {
-			hint := DidYouMean(id, sc.AncestorIDs())
+			hint := sc.Hints.DidYouMean(id, sc.AncestorIDs)
 			if hint == "" {
 				hint = " (add it to needs, directly or through another need)"
 			}
@@ -157,7 +160,7 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 			if f.sub {
 				what = "a node's error has code and message"
 			}
-			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path(), what, DidYouMean(f.field, fields))
+			return nil, fmt.Errorf("expression %q: %s is not a field (%s)%s", src, f.path(), what, sc.Hints.DidYouMean(f.field, func() []string { return fields }))
 		}
 	}
 	if sc.Secrets != nil && cp.secretWhy != "" {

@@ -39,7 +39,7 @@ func NewInputShape(raw json.RawMessage) *InputShape {
 // check reports each input.<name> that e reads and the schema does not
 // declare: an error when the schema is closed (the reference can only ever
 // be null), a warning otherwise.
-func (s *InputShape) check(path string, e *Expression, p Problems) {
+func (s *InputShape) check(path string, e *Expression, p Problems, h *Hints) {
 	if s == nil || e == nil {
 		return
 	}
@@ -47,7 +47,7 @@ func (s *InputShape) check(path string, e *Expression, p Problems) {
 		if _, ok := slices.BinarySearch(s.names, name); ok {
 			continue
 		}
-		hint := DidYouMean(name, s.names)
+		hint := h.DidYouMean(name, func() []string { return s.names })
 		if s.closed {
 			p.Invalid(path, fmt.Sprintf("expression %q: input.%s is not a property of the workflow's input schema, which allows no others (additionalProperties: false)%s", e.src, name, hint))
 			continue

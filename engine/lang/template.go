@@ -279,7 +279,7 @@ func compilePiece(path *valuePath, src string, sc *Scope, errs Problems, t *Temp
 // schema, rendering the path only when there are some.
 func checkInput(path *valuePath, e *Expression, sc *Scope, errs Problems) {
 	if sc.Input != nil && len(e.inputRefs) > 0 {
-		sc.Input.check(path.String(), e, errs)
+		sc.Input.check(path.String(), e, errs, sc.Hints)
 	}
 }
 
@@ -359,7 +359,7 @@ func CompileWhen(path, src string, sc *Scope, errs Problems) *Expression {
 		reportExpr(errs, path, err)
 		return nil
 	}
-	sc.Input.check(path, e, errs)
+	sc.Input.check(path, e, errs, sc.Hints)
 	if e.typ != nil && e.typ.Kind() != reflect.Bool && e.typ.Kind() != reflect.Interface {
 		errs.Invalid(path, fmt.Sprintf("when %q gives %s, not a boolean (compare it, e.g. with == or !=)", src, typeWords(e.typ)))
 		return nil
