@@ -18,6 +18,13 @@ func (c *Compiler) services() *prepServices {
 	return &c.p.svc
 }
 
+// missingHint is prep.missingHint: the end of a message about name, not
+// among what the runtime payload holds.
+func (c *Compiler) missingHint(what, name string, names func() []string) string {
+	c.p.impure = true
+	return c.p.missingHint(what, name, names)
+}
+
 // hasRole reports whether a statically named model role resolves (see
 // prep.lookupRole).
 func (c *Compiler) hasRole(role string) bool {

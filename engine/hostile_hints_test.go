@@ -73,3 +73,62 @@ func TestHostileSuggestions(t *testing.T) {
 
 // maxHintsForTest is lang's maxHints.
 const maxHintsForTest = 16
+
+// Every node naming a toolset, model role or child workflow the request
+// does not hold had its message list every one the request does: 2,000
+// nodes naming a toolset missing from 2,000 made a 48 MB response (4 s, a
+// 290 MB heap) to a 253 KB request. Now a message lists at most
+// maxListed names and how many more, sorted once a request.
+func TestHostileNameLists(t *testing.T) {
+	const n = 2000
+	many := func(item func(i int) string) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = item(i)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	nodes := func(node func(i int) string) string { return `{"nodes":` + many(node) + `}` }
+	tests := []struct{ name, body, first string }{
+		{"toolsets of tool nodes", fmt.Sprintf(`{"version":1,"workflow":%s,"runtime":{"toolsets":%s}}`,
+			nodes(func(i int) string {
+				return fmt.Sprintf(`{"id":"n%d","type":"tool","with":{"toolset":"t0000x","tool":"x"}}`, i)
+			}),
+			many(func(i int) string { return fmt.Sprintf(`{"name":"t%04d","url":"https://mcp.example/%d"}`, i, i) })),
+			`unknown toolset "t0000x": not in runtime.toolsets (did you mean "t0000"?) (it has "t0000", "t0001"`},
+		{"toolsets of agent nodes", fmt.Sprintf(`{"version":1,"workflow":%s,"runtime":{"toolsets":%s,"models":[{"role":"general","provider":"openai","model":"m","apiKey":"k"}]}}`,
+			nodes(func(i int) string {
+				return fmt.Sprintf(`{"id":"n%d","type":"agent","with":{"prompt":"p","toolsets":["nope"]}}`, i)
+			}),
+			many(func(i int) string { return fmt.Sprintf(`{"name":"t%04d","url":"https://mcp.example/%d"}`, i, i) })),
+			`unknown toolset "nope": not in runtime.toolsets (it has "t0000", "t0001"`},
+		{"model roles", fmt.Sprintf(`{"version":1,"workflow":%s,"runtime":{"models":%s}}`,
+			nodes(func(i int) string {
+				return fmt.Sprintf(`{"id":"n%d","type":"model","with":{"role":"nope","prompt":"p"}}`, i)
+			}),
+			many(func(i int) string {
+				return fmt.Sprintf(`{"role":"r%04d","provider":"openai","model":"m","apiKey":"k"}`, i)
+			})),
+			`(it has "r0000", "r0001"`},
+		{"child workflows", fmt.Sprintf(`{"version":1,"workflow":%s,"runtime":{"workflows":%s}}`,
+			nodes(func(i int) string { return fmt.Sprintf(`{"id":"n%d","type":"workflow","with":{"workflow":"nope"}}`, i) }),
+			many(func(i int) string { return fmt.Sprintf(`{"id":"w%04d","nodes":[{"id":"a","type":"set"}]}`, i) })),
+			`unknown child workflow "nope": not in runtime.workflows (it has "w0000", "w0001"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := prepareInvalid(t, newTestEngine(nil), tt.body)
+			if len(inv.Details) < n {
+				t.Fatalf("%d details, want one a node: %+v", len(inv.Details), inv.Details[:min(3, len(inv.Details))])
+			}
+			if d := inv.Details[0]; !strings.Contains(d.Message, tt.first) || !strings.Contains(d.Message, fmt.Sprintf(", and %d more)", n-maxListed)) {
+				t.Errorf("first message %q\nwant it to hold %q and the count of the rest", d.Message, tt.first)
+			}
+			for _, d := range inv.Details {
+				if len(d.Message) > 400 {
+					t.Fatalf("a message of %d bytes: %.200s…", len(d.Message), d.Message)
+				}
+			}
+		})
+	}
+}

@@ -56,7 +56,7 @@ func (agentKind) Prepare(c *Compiler) Step {
 	prepareModelFields(c)
 	literalStrings(c, "toolsets", func(field, name string) {
 		if !c.services().toolsets[name] {
-			c.RuntimeErrorf(field, "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, listHint(sortedKeys(c.services().toolsets)))
+			c.RuntimeErrorf(field, "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, c.missingHint("toolsets", name, func() []string { return sortedKeys(c.services().toolsets) }))
 		}
 	})
 	literalStrings(c, "tools", func(field, pat string) {

@@ -188,7 +188,7 @@ func (workflowKind) Prepare(c *Compiler) Step {
 	c.With()
 	if id, ok := c.Literal("workflow"); ok {
 		if c.childDocs()[id] == nil {
-			c.RuntimeErrorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, listHint(sortedKeys(c.childDocs())))
+			c.RuntimeErrorf("workflow", "unknown child workflow %q: not in runtime.workflows%s", id, c.missingHint("workflows", id, func() []string { return sortedKeys(c.childDocs()) }))
 			return nil
 		}
 		c.StaticAction(protocol.ActionWorkflowRun, id)

@@ -52,7 +52,7 @@ func prepareModelFields(c *Compiler) {
 	if literal {
 		if !c.hasRole(role) {
 			c.RuntimeErrorf("role", "node %q: no model for role %q and no %q role to fall back to in %s%s",
-				c.NodeID(), role, models.GeneralRole, c.services().modelsFrom, listHint(c.services().models.Roles()))
+				c.NodeID(), role, models.GeneralRole, c.services().modelsFrom, c.missingHint("roles", role, c.services().models.Roles))
 		} else {
 			c.StaticAction(protocol.ActionModelInvoke, role)
 		}

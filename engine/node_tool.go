@@ -28,7 +28,7 @@ func (toolKind) Prepare(c *Compiler) Step {
 	c.With()
 	ts, tsLit := c.Literal("toolset")
 	if tsLit && !c.services().toolsets[ts] {
-		c.RuntimeErrorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, listHint(sortedKeys(c.services().toolsets)))
+		c.RuntimeErrorf("toolset", "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), ts, c.missingHint("toolsets", ts, func() []string { return sortedKeys(c.services().toolsets) }))
 		return nil
 	}
 	if tool, ok := c.Literal("tool"); ok && tsLit {

@@ -35,11 +35,12 @@ type prep struct {
 	children    map[string]*graph
 	nodes       int
 	svc         prepServices
-	limits      Limits           // the engine's, defaults applied
-	input       *lang.InputShape // the input schema of the document being compiled
-	fanout      bool             // a map distributes (with.distribute)
-	tally       lang.Tally       // expressions compiled, against maxExpressions
-	hints       lang.Hints       // searches for "did you mean", against their bound
+	limits      Limits            // the engine's, defaults applied
+	input       *lang.InputShape  // the input schema of the document being compiled
+	fanout      bool              // a map distributes (with.distribute)
+	tally       lang.Tally        // expressions compiled, against maxExpressions
+	hints       lang.Hints        // searches for "did you mean", against their bound
+	listed      map[string]listed // missingHint's lists, by what they list
 	// impure is set when compiling read something of the request (its
 	// runtime payload, its secrets' names) or ran a kind the engine does
 	// not know to read nothing of it: the plan is then not cached.
