@@ -108,10 +108,37 @@ func (c *checker) checkCycles() {
 // checkCost refuses a schema that checks one value against more than
 // MaxApplied subschemas: $defs that refer to each other twice at every
 // level double the work per level, and recursion through properties or
-// items repeats that at every level of the value. applied[i] is how many
-// subschemas applying node i applies to a value k levels below; it is
-// counted level by level, in-place targets before their referrers.
+// items repeats that at every level of the value.
 func (c *checker) checkCost() {
+	if most, k := c.perValue(func(*node) int { return 1 }, MaxApplied); most > MaxApplied {
+		c.fail(nil, "a value %d levels deep is checked against more than %d subschemas (through $ref, allOf, anyOf, ... and recursion): simplify the schema", k, MaxApplied)
+		return
+	}
+	// The library compares a value with each enum value in turn: what
+	// one value may be compared with, for Validate's bound on the whole.
+	c.comparisons, _ = c.perValue(enumWeight, MaxComparisons)
+}
+
+// enumWeight is how many values a subschema's enum and const compare a
+// value with.
+func enumWeight(n *node) int {
+	w := 0
+	if e, ok := n.obj["enum"].([]any); ok {
+		w = len(e)
+	}
+	if _, ok := n.obj["const"]; ok {
+		w++
+	}
+	return w
+}
+
+// perValue returns the most that the subschemas applied to one value weigh
+// together, weight(n) each, at any level of the value down to
+// MaxInstanceDepth, and the first level where that most is reached; past
+// limit it stops, returning limit+1. applied[i] is what applying node i
+// applies to a value k levels below; it is counted level by level,
+// in-place targets before their referrers.
+func (c *checker) perValue(weight func(*node) int, limit int) (most, level int) {
 	prev := make([]int, len(c.nodes))
 	cur := make([]int, len(c.nodes))
 	for k := 0; k <= MaxInstanceDepth; k++ {
@@ -119,7 +146,7 @@ func (c *checker) checkCost() {
 			n := c.nodes[i]
 			sum := 0
 			if k == 0 {
-				sum = 1
+				sum = weight(n)
 			} else {
 				sum = maxOf(n.props, prev) + maxOf(n.prefix, prev)
 				for _, j := range n.desc {
@@ -130,17 +157,17 @@ func (c *checker) checkCost() {
 				sum += cur[j]
 			}
 			sum += maxOf(n.dynamic, cur)
-			cur[i] = min(sum, MaxApplied+1)
+			cur[i] = min(sum, limit+1)
 		}
-		if cur[0] > MaxApplied {
-			c.fail(nil, "a value %d levels deep is checked against more than %d subschemas (through $ref, allOf, anyOf, ... and recursion): simplify the schema", k, MaxApplied)
-			return
+		if cur[0] > most {
+			most, level = cur[0], k
 		}
-		if slices.Equal(cur, prev) {
-			return // the same at every level from here on
+		if most > limit || slices.Equal(cur, prev) {
+			return most, level // past the limit, or the same at every level from here on
 		}
 		prev, cur = cur, prev
 	}
+	return most, level
 }
 
 func maxOf(ids []int, counts []int) int {
