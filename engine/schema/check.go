@@ -82,10 +82,10 @@ type checker struct {
 	dynAnch map[string][]int // $dynamicAnchor name: its schemas
 	// order lists the nodes in-place targets first (see checkCost).
 	order []int
-	// comparisons is the most enum and const values one value may be
-	// compared with (see checkCost).
-	comparisons int
-	errs        Errors
+	// checks and patternWork are what one part of a value, and one byte
+	// of its text, may cost at each level (see checkCost).
+	checks, patternWork []int
+	errs                Errors
 }
 
 // check runs every static check on raw and returns its index of subschemas.

@@ -107,6 +107,61 @@ func (s *Schema) localCheck(i int, v any) error {
 type detailer struct {
 	s      *Schema
 	leaves []Leaf
+	// checkWork and patternWork are what the walk's checks have cost, by
+	// Validate's measure: the walk validates members and items again at
+	// every level it descends (a chain 100 deep, each level holding what
+	// one check passes, took 27 s), so it is held to the bounds too.
+	checkWork, patternWork int
+}
+
+// cutShort is what a walk panics with when its next check would pass the
+// bounds; walk recovers it.
+type cutShort struct{}
+
+// walk reports the leaves of v, which fails the schema with rootErr,
+// until they are maxLeaves or the next check would pass MaxChecks or
+// MaxPatternWork; then a last leaf says the rest was not looked for.
+func (d *detailer) walk(v any, rootErr error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(cutShort); !ok {
+				panic(r)
+			}
+			d.leaves = append(d.leaves, Leaf{Msg: fmt.Sprintf("further failures were not looked for: finding them would make more than %d checks "+
+				"(or %d pattern steps), the most one validation may", MaxChecks, MaxPatternWork)})
+		}
+	}()
+	d.report(0, v, nil, rootErr)
+}
+
+// check is Schema.check, v depth levels deep, charged to the walk.
+func (d *detailer) check(j int, v any, depth int) error {
+	d.charge(v, depth)
+	return d.s.check(j, v)
+}
+
+// localCheck is Schema.localCheck, charged to the walk: the assertions
+// judge v alone, not its members or items.
+func (d *detailer) localCheck(i int, v any, depth int) error {
+	d.checkWork += at(d.s.checks, depth)
+	if str, ok := v.(string); ok {
+		d.patternWork += len(str) * at(d.s.patternWork, depth)
+	}
+	if d.checkWork > MaxChecks || d.patternWork > MaxPatternWork {
+		panic(cutShort{})
+	}
+	return d.s.localCheck(i, v)
+}
+
+// charge adds what checking v, depth levels deep, may cost, or cuts the
+// walk short.
+func (d *detailer) charge(v any, depth int) {
+	m := measure{checks: d.s.checks, patterns: d.s.patternWork, checkWork: d.checkWork, patternWork: d.patternWork}
+	m.walk(v, depth)
+	if m.over() {
+		panic(cutShort{})
+	}
+	d.checkWork, d.patternWork = m.checkWork, m.patternWork
 }
 
 func (s *Schema) details(v any, rootErr error) []Leaf {
@@ -119,7 +174,7 @@ func (s *Schema) details(v any, rootErr error) []Leaf {
 		return []Leaf{{Msg: "does not match the schema: " + keyword(rootErr)}}
 	}
 	d := &detailer{s: s}
-	d.report(0, v, nil, rootErr)
+	d.walk(v, rootErr)
 	if len(d.leaves) == 0 {
 		d.leaf(nil, nil, "does not match the schema: %s", keyword(rootErr))
 	}
@@ -147,20 +202,20 @@ func (d *detailer) report(i int, v any, loc []string, err error) {
 	if d.full() {
 		return
 	}
-	s, n := d.s, d.s.nodes[i]
+	n := d.s.nodes[i]
 	before := len(d.leaves)
 	if n.obj == nil {
 		d.leaf(loc, nil, "no value is allowed here")
 		return
 	}
 	obj := n.obj
-	if e := s.localCheck(i, v); e != nil {
+	if e := d.localCheck(i, v, len(loc)); e != nil {
 		d.leaf(loc, nil, "%s", assertionMessage(keyword(e), obj, v))
 	}
 	// In place.
 	apply := func(toks ...string) {
 		if j, ok := d.sub(n, toks...); ok {
-			if e := s.check(j, v); e != nil {
+			if e := d.check(j, v, len(loc)); e != nil {
 				d.report(j, v, loc, e)
 			}
 		}
@@ -172,7 +227,7 @@ func (d *detailer) report(i int, v any, loc []string, err error) {
 			d.report(j, v, loc, err)
 			return
 		}
-		if e := s.check(j, v); e != nil {
+		if e := d.check(j, v, len(loc)); e != nil {
 			d.report(j, v, loc, e)
 		}
 	}
@@ -188,7 +243,7 @@ func (d *detailer) report(i int, v any, loc []string, err error) {
 		var failing []failure
 		for x := range arr {
 			j, _ := d.sub(n, k, strconv.Itoa(x))
-			if err := s.check(j, v); err != nil {
+			if err := d.check(j, v, len(loc)); err != nil {
 				failing = append(failing, failure{j, err})
 			}
 		}
@@ -202,14 +257,14 @@ func (d *detailer) report(i int, v any, loc []string, err error) {
 		}
 	}
 	if _, ok := obj["not"]; ok {
-		if j, _ := d.sub(n, "not"); s.check(j, v) == nil {
+		if j, _ := d.sub(n, "not"); d.check(j, v, len(loc)) == nil {
 			d.leaf(loc, nil, "must not be valid against not")
 		}
 	}
 	if _, ok := obj["if"]; ok {
 		j, _ := d.sub(n, "if")
 		branch := "then"
-		if s.check(j, v) != nil {
+		if d.check(j, v, len(loc)) != nil {
 			branch = "else"
 		}
 		if _, ok := obj[branch]; ok {
@@ -277,7 +332,6 @@ func (d *detailer) required(obj, m map[string]any, loc []string) {
 }
 
 func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
-	s := d.s
 	props, _ := obj["properties"].(map[string]any)
 	patterns, _ := obj["patternProperties"].(map[string]any)
 	pats := sortedKeys(patterns)
@@ -296,7 +350,7 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 		at := append(slices.Clip(loc), name)
 		try := func(toks ...string) {
 			if j, ok := d.sub(n, toks...); ok {
-				if e := s.check(j, m[name]); e != nil {
+				if e := d.check(j, m[name], len(at)); e != nil {
 					d.report(j, m[name], at, e)
 				}
 			}
@@ -326,7 +380,7 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 	if _, ok := obj["propertyNames"]; ok {
 		j, _ := d.sub(n, "propertyNames")
 		for _, name := range sortedKeys(m) {
-			if s.check(j, name) != nil {
+			if d.check(j, name, len(loc)+1) != nil {
 				d.leaf(loc, nil, "property name %s is not allowed by propertyNames", short(name))
 			}
 		}
@@ -334,7 +388,6 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 }
 
 func (d *detailer) items(n *node, obj map[string]any, arr []any, loc []string) {
-	s := d.s
 	prefix, _ := obj["prefixItems"].([]any)
 	_, hasItems := obj["items"]
 	for x, e := range arr {
@@ -352,7 +405,7 @@ func (d *detailer) items(n *node, obj map[string]any, arr []any, loc []string) {
 		if !ok {
 			continue
 		}
-		if err := s.check(j, e); err != nil {
+		if err := d.check(j, e, len(loc)+1); err != nil {
 			d.report(j, e, append(slices.Clip(loc), strconv.Itoa(x)), err)
 		}
 	}
@@ -360,7 +413,7 @@ func (d *detailer) items(n *node, obj map[string]any, arr []any, loc []string) {
 		j, _ := d.sub(n, "contains")
 		matched := 0
 		for _, e := range arr {
-			if s.check(j, e) == nil {
+			if d.check(j, e, len(loc)+1) == nil {
 				matched++
 			}
 		}

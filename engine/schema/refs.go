@@ -2,6 +2,7 @@ package schema
 
 import (
 	"net/url"
+	"regexp/syntax"
 	"slices"
 	"strings"
 )
@@ -108,47 +109,118 @@ func (c *checker) checkCycles() {
 // checkCost refuses a schema that checks one value against more than
 // MaxApplied subschemas: $defs that refer to each other twice at every
 // level double the work per level, and recursion through properties or
-// items repeats that at every level of the value.
+// items repeats that at every level of the value. It also finds what one
+// part of a value, and one byte of its text, may cost the library, for
+// Validate's bounds on the whole (see MaxChecks and MaxPatternWork).
 func (c *checker) checkCost() {
-	if most, k := c.perValue(func(*node) int { return 1 }, MaxApplied); most > MaxApplied {
-		c.fail(nil, "a value %d levels deep is checked against more than %d subschemas (through $ref, allOf, anyOf, ... and recursion): simplify the schema", k, MaxApplied)
+	applied := func(_ *node, k int) int {
+		if k == 0 {
+			return 1
+		}
+		return 0
+	}
+	if levels := c.perLevel(applied, MaxApplied); levels[len(levels)-1] > MaxApplied {
+		c.fail(nil, "a value %d levels deep is checked against more than %d subschemas (through $ref, allOf, anyOf, ... and recursion): simplify the schema", len(levels)-1, MaxApplied)
 		return
 	}
-	// The library compares a value with each enum value in turn: what
-	// one value may be compared with, for Validate's bound on the whole.
-	c.comparisons, _ = c.perValue(enumWeight, MaxComparisons)
+	c.checks = c.perLevel(checksOf, MaxChecks)
+	c.patternWork = c.perLevel(patternWorkOf, MaxPatternWork)
 }
 
-// enumWeight is how many values a subschema's enum and const compare a
-// value with.
-func enumWeight(n *node) int {
-	w := 0
-	if e, ok := n.obj["enum"].([]any); ok {
-		w = len(e)
+// checksOf is what applying n costs the library: at level 0 (the value
+// it is applied to) the application itself and one check for each enum
+// value, const, property, required name and dependent it has, which the
+// library goes through in turn whatever the value holds; at level 1 (each
+// member) one match of the member's name with each patternProperties.
+func checksOf(n *node, k int) int {
+	switch k {
+	case 0:
+		w := 1
+		if e, ok := n.obj["enum"].([]any); ok {
+			w += len(e)
+		}
+		if _, ok := n.obj["const"]; ok {
+			w++
+		}
+		if m, ok := n.obj["properties"].(map[string]any); ok {
+			w += len(m)
+		}
+		if r, ok := n.obj["required"].([]any); ok {
+			w += len(r)
+		}
+		if m, ok := n.obj["dependentRequired"].(map[string]any); ok {
+			for _, r := range m {
+				w++
+				if names, ok := r.([]any); ok {
+					w += len(names)
+				}
+			}
+		}
+		if m, ok := n.obj["dependentSchemas"].(map[string]any); ok {
+			w += len(m)
+		}
+		return w
+	case 1:
+		m, _ := n.obj["patternProperties"].(map[string]any)
+		return len(m)
 	}
-	if _, ok := n.obj["const"]; ok {
-		w++
-	}
-	return w
+	return 0
 }
 
-// perValue returns the most that the subschemas applied to one value weigh
-// together, weight(n) each, at any level of the value down to
-// MaxInstanceDepth, and the first level where that most is reached; past
-// limit it stops, returning limit+1. applied[i] is what applying node i
-// applies to a value k levels below; it is counted level by level,
-// in-place targets before their referrers.
-func (c *checker) perValue(weight func(*node) int, limit int) (most, level int) {
+// patternWorkOf is what matching n's patterns costs a byte of text: the
+// instructions of its pattern's program at level 0 (a string value), of
+// its patternProperties' programs at level 1 (each member's name). Go's
+// regexp takes up to about 20 ns a byte and instruction.
+func patternWorkOf(n *node, k int) int {
+	switch k {
+	case 0:
+		p, _ := n.obj["pattern"].(string)
+		return progSize(p)
+	case 1:
+		w := 0
+		m, _ := n.obj["patternProperties"].(map[string]any)
+		for p := range m {
+			w += progSize(p)
+		}
+		return w
+	}
+	return 0
+}
+
+// progSize is the length of the program p compiles to, 0 for none.
+func progSize(p string) int {
+	if p == "" {
+		return 0
+	}
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
+}
+
+// perLevel returns, for each level k of a value from 0, what the
+// subschemas applied to one value k levels below the root weigh together:
+// weight(n, k) is what n costs a value k levels below the one it is
+// applied to, before its subschemas. The list stops at the level from
+// which every deeper one weighs the same as its last, or at the first
+// past limit (then limit+1), or at MaxInstanceDepth. cur[i] is what
+// applying node i costs a value k levels below; it is counted level by
+// level, in-place targets before their referrers.
+func (c *checker) perLevel(weight func(n *node, k int) int, limit int) []int {
 	prev := make([]int, len(c.nodes))
 	cur := make([]int, len(c.nodes))
+	var levels []int
 	for k := 0; k <= MaxInstanceDepth; k++ {
 		for _, i := range c.order {
 			n := c.nodes[i]
-			sum := 0
-			if k == 0 {
-				sum = weight(n)
-			} else {
-				sum = maxOf(n.props, prev) + maxOf(n.prefix, prev)
+			sum := weight(n, k)
+			if k > 0 {
+				sum += maxOf(n.props, prev) + maxOf(n.prefix, prev)
 				for _, j := range n.desc {
 					sum += prev[j]
 				}
@@ -159,15 +231,18 @@ func (c *checker) perValue(weight func(*node) int, limit int) (most, level int) 
 			sum += maxOf(n.dynamic, cur)
 			cur[i] = min(sum, limit+1)
 		}
-		if cur[0] > most {
-			most, level = cur[0], k
+		// From level 2 on, weight is 0 and a level follows from the one
+		// before alone: one the same as the last repeats for ever.
+		if k >= 2 && slices.Equal(cur, prev) {
+			return levels
 		}
-		if most > limit || slices.Equal(cur, prev) {
-			return most, level // past the limit, or the same at every level from here on
+		levels = append(levels, cur[0])
+		if cur[0] > limit {
+			return levels
 		}
 		prev, cur = cur, prev
 	}
-	return most, level
+	return levels
 }
 
 func maxOf(ids []int, counts []int) int {
