@@ -59,6 +59,17 @@ func (s *Schema) buildWrapper() error {
 		u.Fragment = n.ptr
 		at.Ref = u.String()
 	}
+	// The patternProperties, compiled once for every walk (a failing
+	// object each walk visits would compile them again).
+	s.patterns = map[string]*regexp.Regexp{}
+	for _, n := range s.nodes {
+		pp, _ := n.obj["patternProperties"].(map[string]any)
+		for p := range pp {
+			if _, ok := s.patterns[p]; !ok {
+				s.patterns[p], _ = regexp.Compile(p)
+			}
+		}
+	}
 	rs, err := w.Resolve(&jsonschema.ResolveOptions{BaseURI: wrapperURI, Loader: noLoader})
 	s.wrapper = rs
 	return err
@@ -335,11 +346,11 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 	props, _ := obj["properties"].(map[string]any)
 	patterns, _ := obj["patternProperties"].(map[string]any)
 	pats := sortedKeys(patterns)
-	// Compiled once for all the members (nil where the check refused it).
 	res := make([]*regexp.Regexp, len(pats))
 	for i, p := range pats {
-		res[i], _ = regexp.Compile(p)
+		res[i] = d.s.patterns[p]
 	}
+	nameWork := at(d.s.patternWork, len(loc)+1) // matching a member's name, a byte
 	_, hasAdditional := obj["additionalProperties"]
 	closed := obj["additionalProperties"] == false
 	var extra []string
@@ -359,6 +370,12 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 		if _, ok := props[name]; ok {
 			matched = true
 			try("properties", name)
+		}
+		if len(pats) > 0 {
+			d.patternWork += len(name) * nameWork
+			if d.patternWork > MaxPatternWork {
+				panic(cutShort{})
+			}
 		}
 		for i, p := range pats {
 			if re := res[i]; re != nil && re.MatchString(name) {

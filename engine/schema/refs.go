@@ -187,7 +187,8 @@ func patternWorkOf(n *node, k int) int {
 	return 0
 }
 
-// progSize is the length of the program p compiles to, 0 for none.
+// progSize is the estimated size of the program p compiles to, 0 for
+// none (check has bounded every pattern's).
 func progSize(p string) int {
 	if p == "" {
 		return 0
@@ -196,11 +197,7 @@ func progSize(p string) int {
 	if err != nil {
 		return 0
 	}
-	prog, err := syntax.Compile(re.Simplify())
-	if err != nil {
-		return 0
-	}
-	return len(prog.Inst)
+	return patternInsts(re)
 }
 
 // perLevel returns, for each level k of a value from 0, what the
