@@ -133,6 +133,10 @@ func (p *prep) prepareServices() {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if err := glob.CheckList(len(rt.HTTP.Secrets[name].Hosts)); err != nil {
+			p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts", name), "%v", err)
+			continue
+		}
 		for i, h := range rt.HTTP.Secrets[name].Hosts {
 			if err := glob.Validate(h); err != nil {
 				p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts[%d]", name, i), "%v", err)

@@ -32,6 +32,10 @@ func compilePolicy(p protocol.HTTPPolicy) (policy, error) {
 	}
 	var out policy
 	hosts := func(field string, patterns []string) []string {
+		if err := glob.CheckList(len(patterns)); err != nil {
+			bad(field, "%v", err)
+			return nil
+		}
 		var list []string
 		for i, pat := range patterns {
 			clean, err := hostPattern(pat)

@@ -24,6 +24,17 @@ func New(c Config) (*Decider, error) {
 	}
 
 	d := &Decider{restricted: c.Permissions != nil, consent: c.ConsentAvailable}
+	for _, l := range []struct {
+		path string
+		n    int
+	}{{"permissions", len(c.Permissions)}, {"toolPolicies", len(c.ToolPolicies)}, {"authorization.grants", len(c.Grants)}} {
+		if err := glob.CheckList(l.n); err != nil {
+			fail(l.path, "%v", err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 
 	for i, s := range c.Permissions {
 		path := fmt.Sprintf("permissions[%d]", i)
