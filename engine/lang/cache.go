@@ -21,7 +21,7 @@ import (
 // larger than the cache (one big workflow delegated again and again) still
 // finds most of what it left last time, where a strict LRU evicts each
 // entry just before it is needed again and never hits.
-var programs = Cache[*compiled]{Max: 2048, MaxKey: 4 << 10}
+var programs = Cache[*compiled]{Max: 2048, MaxKey: 4 << 10, MaxBytes: 32 << 20}
 
 // quickMemo keeps recent quick compilations (compileQuick), one per slot
 // chosen by the text's hash: a fan-out's nodes often share a reference, a
@@ -87,18 +87,40 @@ const evictionSample = 2
 
 // Cache memoizes successful compilations by source text. The zero value
 // with Max and MaxKey set is ready to use; it is safe for concurrent use.
+//
+// What a compilation holds can be many times its text (a 4 KB expression
+// compiles to ≈185 KB, a 60 KB schema to ≈5 MB, 10 with its details), and
+// an author chooses the texts: 2,048 expressions of 4 KB kept 378 MB, and
+// a cache outlives its requests. So a Cache with MaxBytes also bounds what
+// its entries weigh together.
 type Cache[V any] struct {
 	Max    int // entries kept
 	MaxKey int // longer sources are compiled but not kept
+	// MaxBytes, when positive, bounds the entries' weight together: least
+	// recently used ones are dropped until a new one fits, and one heavier
+	// than MaxBytes is not kept.
+	MaxBytes int
+	// Weigh estimates the memory an entry holds; nil weighs its text,
+	// times 64.
+	Weigh func(key string, v V) int
 
-	mu   sync.Mutex
-	m    map[string]*cacheEntry[V]
-	tick uint64
+	mu    sync.Mutex
+	m     map[string]*cacheEntry[V]
+	tick  uint64
+	bytes int
 }
 
 type cacheEntry[V any] struct {
-	v    V
-	used uint64 // the cache's tick when last returned
+	v      V
+	used   uint64 // the cache's tick when last returned
+	weight int
+}
+
+func (c *Cache[V]) weigh(key string, v V) int {
+	if c.Weigh != nil {
+		return c.Weigh(key, v)
+	}
+	return 64 * len(key)
 }
 
 // Get returns the value compiled from key, compiling it on a miss.
@@ -115,16 +137,27 @@ func (c *Cache[V]) Get(key string, compile func() (V, error)) (V, error) {
 	if err != nil || len(key) > c.MaxKey || c.Max <= 0 {
 		return v, err
 	}
+	w := 0
+	if c.MaxBytes > 0 {
+		if w = c.weigh(key, v); w > c.MaxBytes {
+			return v, nil
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = make(map[string]*cacheEntry[V])
 	}
-	if _, ok := c.m[key]; !ok && len(c.m) >= c.Max {
+	if old, ok := c.m[key]; ok {
+		c.bytes -= old.weight
+		delete(c.m, key)
+	}
+	for len(c.m) > 0 && (len(c.m) >= c.Max || c.MaxBytes > 0 && c.bytes+w > c.MaxBytes) {
 		c.evict()
 	}
 	c.tick++
-	c.m[key] = &cacheEntry[V]{v: v, used: c.tick}
+	c.m[key] = &cacheEntry[V]{v: v, used: c.tick, weight: w}
+	c.bytes += w
 	return v, nil
 }
 
@@ -141,5 +174,6 @@ func (c *Cache[V]) evict() {
 			break
 		}
 	}
+	c.bytes -= c.m[victim].weight
 	delete(c.m, victim)
 }

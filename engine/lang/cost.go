@@ -57,7 +57,9 @@ const (
 
 // patterns keeps compiled patterns, one compilation per distinct text
 // while it stays in the cache.
-var patterns = Cache[*pattern]{Max: 256, MaxKey: MaxPatternBytes}
+var patterns = Cache[*pattern]{Max: 256, MaxKey: MaxPatternBytes, MaxBytes: 16 << 20,
+	// A compiled program holds ≈40 bytes an instruction.
+	Weigh: func(_ string, p *pattern) int { return 64 * int(p.insts) }}
 
 type pattern struct {
 	re    *regexp.Regexp
