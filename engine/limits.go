@@ -58,8 +58,9 @@ type Limits struct {
 	// MaxDepth caps the nesting of a request body (documents and input
 	// values), checked before anything is decoded.
 	MaxDepth int
-	// MaxSchemaDepth and MaxSchemaBytes cap a workflow's input JSON Schema:
-	// compiling one costs more than its size.
+	// MaxSchemaDepth and MaxSchemaBytes cap a JSON Schema (an input schema,
+	// a model node's json): compiling one costs more than its size.
+	// MaxSchemaBytes also caps a request's distinct schemas together.
 	MaxSchemaDepth int
 	MaxSchemaBytes int
 	// MaxExpressions caps the expressions (each `${{ }}` and `when`)

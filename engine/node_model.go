@@ -85,6 +85,9 @@ func prepareJSONSchema(c *Compiler, raw any) (*schema.Schema, json.RawMessage) {
 		raw = map[string]any{}
 	}
 	b, err := json.Marshal(raw)
+	if err == nil && !c.p.schemaWithinLimits(c.Path("json"), b) {
+		return nil, nil
+	}
 	var sch *schema.Schema
 	if err == nil {
 		sch, err = compileSchemaText(b)

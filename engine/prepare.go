@@ -41,6 +41,10 @@ type prep struct {
 	tally       lang.Tally        // expressions compiled, against maxExpressions
 	hints       lang.Hints        // searches for "did you mean", against their bound
 	listed      map[string]listed // missingHint's lists, by what they list
+	// schemaTexts are the distinct schemas compiled for the request, and
+	// schemaBytes their size, against maxSchemaBytes (schemaWithinLimits).
+	schemaTexts map[string]struct{}
+	schemaBytes int
 	// impure is set when compiling read something of the request (its
 	// runtime payload, its secrets' names) or ran a kind the engine does
 	// not know to read nothing of it: the plan is then not cached.
