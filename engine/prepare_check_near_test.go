@@ -47,6 +47,10 @@ func TestDocNearMisses(t *testing.T) {
 			"workflow", `missing property 'nodes' (did you mean "nodes" for "nodez"?)`},
 		{"missing member, other unknown", `{"nodes":[{"id":"a","colour":"set"}]}`,
 			"workflow.nodes[0]", `missing property 'type'`},
+		{"a misspelt value", `{"nodes":[{"id":"a","type":"set","onError":"continu","with":{"value":1}}]}`,
+			"workflow.nodes[0].onError", `value must be one of 'fail', 'continue' (did you mean "continue"?)`},
+		{"a value near none", `{"nodes":[{"id":"a","type":"set","onError":"ignore","with":{"value":1}}]}`,
+			"workflow.nodes[0].onError", `value must be one of 'fail', 'continue'`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

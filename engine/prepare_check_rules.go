@@ -385,6 +385,15 @@ func (c *docChecker) enum(v any, values ...string) {
 		return
 	}
 	c.fail("value must be one of %s", schemaJoinQuoted(values))
+	// A misspelt value ("continu") gets its "did you mean", as a misspelt
+	// member does, within the same bound on places.
+	if ok && c.quiet == 0 && c.nearPlaces < maxNearMissPlaces {
+		c.nearPlaces++
+		if want := lang.Closest(s, values); want != "" {
+			l := &c.leaves[len(c.leaves)-1]
+			l.near = []nearMiss{{got: s, want: want}}
+		}
+	}
 }
 
 // firstDuplicate finds the first item equal to an earlier one, as JSON

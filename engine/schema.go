@@ -59,7 +59,8 @@ func reportLeaves(leaves []schemaLeaf, d *detailList) {
 		}
 		var hint string
 		if !l.missing {
-			hint = nearHint(l.near, len(l.members) == 1)
+			// One member or value misspelt: no need to say which.
+			hint = nearHint(l.near, len(l.members) <= 1)
 		} else {
 			// An unknown member at the same place, kept quiet by this
 			// message, may be the missing one misspelt.
