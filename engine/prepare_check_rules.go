@@ -209,10 +209,9 @@ func (c *docChecker) additional(extra []string, check func(c *docChecker, k stri
 // each member name the schema has (memberNames), quietly: only on the way
 // to a 400.
 func (c *docChecker) nearMisses(extra []string, check func(c *docChecker, k string, val any) bool) []nearMiss {
-	if c.nearPlaces >= maxNearMissPlaces {
+	if !c.nearPlace() {
 		return nil
 	}
-	c.nearPlaces++
 	var known []string
 	c.quiet++
 	fails := c.fails
@@ -232,6 +231,16 @@ func (c *docChecker) nearMisses(extra []string, check func(c *docChecker, k stri
 		}
 	}
 	return near
+}
+
+// nearPlace takes one of the places the near-miss search may look at,
+// reporting false when none is left.
+func (c *docChecker) nearPlace() bool {
+	if c.nearPlaces >= maxNearMissPlaces {
+		return false
+	}
+	c.nearPlaces++
+	return true
 }
 
 // Bounds of the near-miss search, which runs only on the way to a 400,
@@ -387,8 +396,7 @@ func (c *docChecker) enum(v any, values ...string) {
 	c.fail("value must be one of %s", schemaJoinQuoted(values))
 	// A misspelt value ("continu") gets its "did you mean", as a misspelt
 	// member does, within the same bound on places.
-	if ok && c.quiet == 0 && c.nearPlaces < maxNearMissPlaces {
-		c.nearPlaces++
+	if ok && c.quiet == 0 && c.nearPlace() {
 		if want := lang.Closest(s, values); want != "" {
 			l := &c.leaves[len(c.leaves)-1]
 			l.near = []nearMiss{{got: s, want: want}}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -115,9 +116,9 @@ func TestDidYouMean(t *testing.T) {
 		{strings.Repeat("a", 100), []string{strings.Repeat("a", 99)}, ""},
 	}
 	for _, tt := range tests {
-		got := didYouMean(tt.name, tt.cands)
+		got := lang.DidYouMean(tt.name, tt.cands)
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("didYouMean(%q) = %q, want %s", tt.name, got, tt.want)
+			t.Errorf("DidYouMean(%q) = %q, want %s", tt.name, got, tt.want)
 		}
 	}
 }

@@ -3,16 +3,7 @@ package engine
 import (
 	"strconv"
 	"strings"
-
-	"github.com/runnerd/lambda-runner/engine/lang"
 )
-
-// didYouMean returns ` (did you mean "x"?)` for the candidate closest to
-// name when it is a plausible typo, else "" (the expression language's
-// rule, so that every message suggests alike).
-func didYouMean(name string, candidates []string) string {
-	return lang.DidYouMean(name, candidates)
-}
 
 // maxListed is how many names listHint lists: a message about one name
 // not found, repeated by every node that names it, must not carry all the

@@ -66,6 +66,9 @@ type node struct {
 	props, prefix, desc []int
 	refs                []ref
 	refTarget           int // the $ref's target, or -1
+	// patternInsts and namePatternInsts are the estimated programs of
+	// its pattern and of its patternProperties, for checkCost.
+	patternInsts, namePatternInsts int
 }
 
 type ref struct {
@@ -123,21 +126,23 @@ const maxErrors = 20
 // expression whose program, with the others of the schema, stays within
 // MaxPatternInsts. The size is estimated from the parse, before anything
 // compiles it: a pattern of 22 KB compiled for 3 s into 158 MB, and the
-// schema is compiled more than once.
-func (c *checker) pattern(toks []string, p string) {
+// schema is compiled more than once. It returns the estimate.
+func (c *checker) pattern(toks []string, p string) int {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil {
 		c.fail(toks, "not a regular expression: %v", err)
-		return
+		return 0
 	}
-	c.patternInsts += patternInsts(re)
+	insts := patternInsts(re)
+	c.patternInsts += insts
 	if c.patternInsts > MaxPatternInsts {
 		c.fail(toks, "the schema's patterns would compile to more than %d instructions together, the most one schema may have (a repetition such as x{1000} counts x a thousand times)", MaxPatternInsts)
-		return
+		return insts
 	}
 	if _, err := regexp.Compile(p); err != nil {
 		c.fail(toks, "not a regular expression: %v", err)
 	}
+	return insts
 }
 
 // patternInsts estimates the instructions re compiles to: one for each
@@ -321,7 +326,7 @@ func (c *checker) walk(v any, toks []string, base *url.URL, nesting int) int {
 			for _, name := range sortedKeys(m) {
 				mt := append(slices.Clip(kt), name)
 				if k == "patternProperties" {
-					c.pattern(mt, name)
+					n.namePatternInsts += c.pattern(mt, name)
 				}
 				sub := c.walk(m[name], mt, base, nesting+1)
 				switch k {
@@ -375,7 +380,7 @@ func (c *checker) walk(v any, toks []string, base *url.URL, nesting int) int {
 			if !ok {
 				c.fail(kt, "must be a string, not %s", describe(val))
 			} else {
-				c.pattern(kt, str)
+				n.patternInsts = c.pattern(kt, str)
 			}
 		}
 	}

@@ -118,11 +118,11 @@ func (s *Schema) localCheck(i int, v any) error {
 type detailer struct {
 	s      *Schema
 	leaves []Leaf
-	// checkWork and patternWork are what the walk's checks have cost, by
-	// Validate's measure: the walk validates members and items again at
-	// every level it descends (a chain 100 deep, each level holding what
-	// one check passes, took 27 s), so it is held to the bounds too.
-	checkWork, patternWork int
+	// spent is what the walk's checks have cost, by Validate's measure:
+	// the walk validates members and items again at every level it
+	// descends (a chain 100 deep, each level holding what one check
+	// passes, took 27 s), so it is held to the bounds too.
+	spent measure
 }
 
 // cutShort is what a walk panics with when its next check would pass the
@@ -147,32 +147,27 @@ func (d *detailer) walk(v any, rootErr error) {
 
 // check is Schema.check, v depth levels deep, charged to the walk.
 func (d *detailer) check(j int, v any, depth int) error {
-	d.charge(v, depth)
+	d.spent.walk(v, depth)
+	d.cutIfOver()
 	return d.s.check(j, v)
 }
 
 // localCheck is Schema.localCheck, charged to the walk: the assertions
 // judge v alone, not its members or items.
 func (d *detailer) localCheck(i int, v any, depth int) error {
-	d.checkWork += at(d.s.checks, depth)
+	d.spent.checkWork += at(d.s.checks, depth)
 	if str, ok := v.(string); ok {
-		d.patternWork += len(str) * at(d.s.patternWork, depth)
+		d.spent.patternWork += len(str) * at(d.s.patternWork, depth)
 	}
-	if d.checkWork > MaxChecks || d.patternWork > MaxPatternWork {
-		panic(cutShort{})
-	}
+	d.cutIfOver()
 	return d.s.localCheck(i, v)
 }
 
-// charge adds what checking v, depth levels deep, may cost, or cuts the
-// walk short.
-func (d *detailer) charge(v any, depth int) {
-	m := measure{checks: d.s.checks, patterns: d.s.patternWork, checkWork: d.checkWork, patternWork: d.patternWork}
-	m.walk(v, depth)
-	if m.over() {
+// cutIfOver cuts the walk short once what it spent is past the bounds.
+func (d *detailer) cutIfOver() {
+	if d.spent.over() {
 		panic(cutShort{})
 	}
-	d.checkWork, d.patternWork = m.checkWork, m.patternWork
 }
 
 func (s *Schema) details(v any, rootErr error) []Leaf {
@@ -184,7 +179,7 @@ func (s *Schema) details(v any, rootErr error) []Leaf {
 	if s.dynamic || s.detailErr != nil {
 		return []Leaf{{Msg: "does not match the schema: " + keyword(rootErr)}}
 	}
-	d := &detailer{s: s}
+	d := &detailer{s: s, spent: measure{checks: s.checks, patterns: s.patternWork}}
 	d.walk(v, rootErr)
 	if len(d.leaves) == 0 {
 		d.leaf(nil, nil, "does not match the schema: %s", keyword(rootErr))
@@ -372,10 +367,8 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 			try("properties", name)
 		}
 		if len(pats) > 0 {
-			d.patternWork += len(name) * nameWork
-			if d.patternWork > MaxPatternWork {
-				panic(cutShort{})
-			}
+			d.spent.patternWork += len(name) * nameWork
+			d.cutIfOver()
 		}
 		for i, p := range pats {
 			if re := res[i]; re != nil && re.MatchString(name) {

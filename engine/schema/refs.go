@@ -2,7 +2,6 @@ package schema
 
 import (
 	"net/url"
-	"regexp/syntax"
 	"slices"
 	"strings"
 )
@@ -169,35 +168,17 @@ func checksOf(n *node, k int) int {
 
 // patternWorkOf is what matching n's patterns costs a byte of text: the
 // instructions of its pattern's program at level 0 (a string value), of
-// its patternProperties' programs at level 1 (each member's name). Go's
-// regexp takes up to about 20 ns a byte and instruction.
+// its patternProperties' programs at level 1 (each member's name), as
+// check estimated them. Go's regexp takes up to about 20 ns a byte and
+// instruction.
 func patternWorkOf(n *node, k int) int {
 	switch k {
 	case 0:
-		p, _ := n.obj["pattern"].(string)
-		return progSize(p)
+		return n.patternInsts
 	case 1:
-		w := 0
-		m, _ := n.obj["patternProperties"].(map[string]any)
-		for p := range m {
-			w += progSize(p)
-		}
-		return w
+		return n.namePatternInsts
 	}
 	return 0
-}
-
-// progSize is the estimated size of the program p compiles to, 0 for
-// none (check has bounded every pattern's).
-func progSize(p string) int {
-	if p == "" {
-		return 0
-	}
-	re, err := syntax.Parse(p, syntax.Perl)
-	if err != nil {
-		return 0
-	}
-	return patternInsts(re)
 }
 
 // perLevel returns, for each level k of a value from 0, what the
