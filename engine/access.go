@@ -41,7 +41,7 @@ func (c *Compiler) childDocs() map[string]*document {
 // subgraph compiles the nodes of a with field as a graph nested in this
 // node (a map's iterations), nil when they are invalid (and reported).
 func (c *Compiler) subgraph(field string, docs []nodeDoc) *graph {
-	return c.p.compileGraph(c.Path(field), docs, c.sc, true)
+	return c.p.compileGraph(c.Path(field), docs, c.n.sight, true)
 }
 
 // templateIn compiles a with field in another expression scope than the

@@ -235,7 +235,8 @@ func outerStates(call *Call) (map[string]batchState, error) {
 		return nil, nil
 	}
 	out := map[string]batchState{}
-	for _, id := range g.ancestorIDs(i, nil) {
+	top := sight{g: g, i: i} // a distributed map is a top-level node
+	for _, id := range top.Ancestors() {
 		k := g.index[id]
 		st := call.gr.states[k]
 		if st.status == "" || k == i {

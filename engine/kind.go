@@ -103,7 +103,6 @@ func (c *Compiler) With(except ...string) {
 		}
 	}
 	c.n.with = lang.CompileTemplateAt(c.n.path, ".with", m, c.sc, c.p.d)
-	c.n.dynamic = c.n.dynamic || c.n.with.Dynamic()
 }
 
 // Template compiles one with field for the Step to evaluate itself with
@@ -113,9 +112,7 @@ func (c *Compiler) Template(field string) lang.Template {
 	if !ok {
 		return lang.Template{}
 	}
-	t := lang.CompileTemplate(c.Path(field), v, c.sc, c.p.d)
-	c.n.dynamic = c.n.dynamic || t.Dynamic()
-	return t
+	return lang.CompileTemplate(c.Path(field), v, c.sc, c.p.d)
 }
 
 // SecretTemplate is Template for the fields of an http node that may use
@@ -129,9 +126,7 @@ func (c *Compiler) SecretTemplate(field string) lang.Template {
 	sc := *c.sc
 	sc.Secrets = c.p.secretNames
 	sc.Node = c.NodeID()
-	t := lang.CompileTemplate(c.Path(field), v, &sc, c.p.d)
-	c.n.dynamic = c.n.dynamic || t.Dynamic()
-	return t
+	return lang.CompileTemplate(c.Path(field), v, &sc, c.p.d)
 }
 
 // Request returns the execution request, for static checks against the
@@ -178,7 +173,7 @@ func (c *Call) Eval(t lang.Template) (any, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ev := newEvaluator(ctx, c.sc, t, c.n.ancestors)
+	ev := newEvaluator(ctx, c.sc, t, c.n.sight)
 	if t.UsesSecrets() {
 		ev.SetSecrets(c.r.x.secretValues)
 	}

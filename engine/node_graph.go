@@ -44,20 +44,16 @@ func (mapKind) Prepare(c *Compiler) Step {
 	}
 	s := &mapStep{sub: sub, dist: dist}
 	if v, ok := c.Raw("output"); ok {
+		// The output sees the sub-graph's nodes, then what the map node
+		// sees.
+		sub.whole = sight{g: sub, i: -1, outer: c.n.sight}
 		outer := c.sc
 		sc := &lang.Scope{
-			Visible: func(id string) bool { return sub.has(id) || outer.IsVisible(id) },
-			Ancestors: func() []string {
-				ids := outer.AncestorIDs()
-				for _, n := range sub.nodes {
-					ids = append(ids, n.id)
-				}
-				return ids
-			},
-			Item:  true,
-			Input: outer.Input,
-			Tally: outer.Tally,
-			Hints: outer.Hints,
+			Upstream: &sub.whole,
+			Item:     true,
+			Input:    outer.Input,
+			Tally:    outer.Tally,
+			Hints:    outer.Hints,
 		}
 		s.output = c.templateIn("output", v, sc)
 		s.hasOutput = true
@@ -168,17 +164,7 @@ func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (a
 	if !s.hasOutput {
 		return gr.output(ctx)
 	}
-	visible := func() []string {
-		all := make([]string, 0, len(s.sub.nodes))
-		for _, n := range s.sub.nodes {
-			all = append(all, n.id)
-		}
-		if call.n.ancestors != nil {
-			all = append(all, call.n.ancestors()...)
-		}
-		return all
-	}
-	return newEvaluator(ctx, sc, s.output, visible).Eval(s.output)
+	return newEvaluator(ctx, sc, s.output, &s.sub.whole).Eval(s.output)
 }
 
 // workflowKind runs a child workflow from runtime.workflows.

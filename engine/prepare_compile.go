@@ -38,11 +38,8 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 	if doc.has&hasOutput != 0 {
 		var v any
 		_ = json.Unmarshal(doc.Output, &v)
-		all := make([]string, len(g.nodes))
-		for i, n := range g.nodes {
-			all[i] = n.id
-		}
-		sc := &lang.Scope{Visible: g.has, Ancestors: func() []string { return all }, Input: p.input, Tally: &p.tally, Hints: &p.hints}
+		g.whole = sight{g: g, i: -1}
+		sc := &lang.Scope{Upstream: &g.whole, Input: p.input, Tally: &p.tally, Hints: &p.hints}
 		g.output = lang.CompileTemplate(path+".output", v, sc, p.d)
 		g.hasOutput = true
 	}
@@ -87,17 +84,21 @@ func (p *prep) schemaWithinLimits(path string, raw []byte) bool {
 }
 
 // compileGraph makes the graph of nodes found at path and compiles them.
-// outer is the scope of the enclosing node for a map's sub-graph (nil at
+// outer is the sight of the enclosing node for a map's sub-graph (nil at
 // top level); item says its expressions may read item.
-func (p *prep) compileGraph(path string, docs []nodeDoc, outer *lang.Scope, item bool) *graph {
+func (p *prep) compileGraph(path string, docs []nodeDoc, outer *sight, item bool) *graph {
 	g := p.buildGraph(path, docs)
 	if g == nil {
 		return nil
 	}
-	// Every node's scope and compiler, in one allocation for the graph.
+	// Every node's scope and compiler, in one allocation for the graph,
+	// and their sights, kept by the nodes, in another.
 	preps := make([]nodePrep, len(g.nodes))
+	sights := make([]sight, len(g.nodes))
 	for i := range g.nodes {
-		p.compileNode(g, i, &docs[i], &preps[i], outer, item)
+		sights[i] = sight{g: g, i: i, outer: outer}
+		g.nodes[i].sight = &sights[i]
+		p.compileNode(g, i, &docs[i], &preps[i], item)
 	}
 	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes {
 		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
@@ -119,34 +120,20 @@ var statelessOnly = map[string]string{
 }
 
 // nodePrep is what compiling a node keeps: its scope, and the compiler
-// that holds it for as long as either lives. It is its scope's Upstream
-// (the node's place in its graph), so a node's scope allocates nothing.
+// that holds it for as long as either lives. The scope's Upstream is the
+// node's sight, so a node's scope allocates nothing.
 type nodePrep struct {
-	sc    lang.Scope
-	c     Compiler
-	g     *graph
-	i     int
-	outer *lang.Scope
+	sc lang.Scope
+	c  Compiler
 }
 
-// Visible reports whether node np.i may read nodes.<id>: an upstream node
-// of its graph, or one the enclosing scope sees that the graph does not
-// shadow.
-func (np *nodePrep) Visible(id string) bool {
-	return np.g.upstream(np.i, id) || np.outer != nil && !np.g.has(id) && np.outer.IsVisible(id)
-}
-
-// Ancestors lists the ids node np.i may read.
-func (np *nodePrep) Ancestors() []string { return np.g.ancestorIDs(np.i, np.outer) }
-
-func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *lang.Scope, item bool) {
+func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, item bool) {
 	n := g.nodes[i]
-	np.g, np.i, np.outer = g, i, outer
 	np.sc = lang.Scope{
 		Tally:    &p.tally,
 		Hints:    &p.hints,
 		Input:    p.input,
-		Upstream: np,
+		Upstream: n.sight,
 		Item:     item,
 	}
 	sc := &np.sc
@@ -177,9 +164,6 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, outer *la
 		n.inner = cs
 	}
 	n.inline = n.inlineable()
-	if n.dynamic || n.when != nil && n.when.Dynamic() {
-		n.ancestors = func() []string { return g.ancestorIDs(i, outer) }
-	}
 }
 
 // pureKind reports whether a kind's Prepare reads nothing of the request

@@ -25,6 +25,7 @@ type graph struct {
 	index       map[string]int
 	output      lang.Template
 	hasOutput   bool
+	whole       sight // every node of the graph: its output's sight
 	sinks       []int
 	inputSchema *schema.Schema
 	reach       []bitset // see reachable
@@ -46,11 +47,11 @@ type node struct {
 	timeout   time.Duration
 	continue_ bool
 	static    []staticAction
-	dynamic   bool // a template indexes nodes dynamically
-	// ancestors lists the ids a dynamic template may see (set when
-	// dynamic); computed per evaluation rather than kept per node, which
-	// would cost a chain's length squared.
-	ancestors func() []string
+	// sight is what the node's expressions may read of nodes beyond the
+	// ids they name; the ids are listed per evaluation that reads nodes
+	// whole rather than kept per node, which would cost a chain's length
+	// squared.
+	sight *sight
 	// quick is set by kinds whose step does no more than read its with;
 	// inline when such a node runs on the scheduler (see inline.go).
 	quick  bool
@@ -246,18 +247,54 @@ func (b bitset) or(o bitset) {
 	}
 }
 
-// ancestorIDs lists every id node i may reference, outer ones included.
-func (g *graph) ancestorIDs(i int, outer *lang.Scope) []string {
+// sight is what the expressions of a node may read of nodes, by a computed
+// id or whole: the upstream nodes of its graph (every node of it, for the
+// graph's output), then what the enclosing node sees, the graph's own ids
+// shadowing it. It is a lang.Upstream, made at preparation and read at run
+// time; it holds graphs only, so a cached plan keeps nothing of the
+// request that prepared it.
+type sight struct {
+	g     *graph
+	i     int    // the node; every node of g when negative
+	outer *sight // the enclosing node's, nil at top level
+}
+
+// Visible reports whether nodes.<id> may be read from s (nothing from
+// a nil s).
+func (s *sight) Visible(id string) bool {
+	if s == nil {
+		return false
+	}
+	if s.i < 0 {
+		if s.g.has(id) {
+			return true
+		}
+	} else if s.g.upstream(s.i, id) {
+		return true
+	}
+	return s.outer != nil && !s.g.has(id) && s.outer.Visible(id)
+}
+
+// Ancestors lists every id s may read, outer ones included.
+func (s *sight) Ancestors() []string {
+	if s == nil {
+		return nil
+	}
 	var ids []string
-	r := g.reachable()[i]
-	for k, n := range g.nodes {
-		if r.has(k) {
+	var r bitset // nil: all of them
+	if s.i >= 0 {
+		r = s.g.reachable()[s.i]
+	} else {
+		ids = make([]string, 0, len(s.g.nodes))
+	}
+	for k, n := range s.g.nodes {
+		if r == nil || r.has(k) {
 			ids = append(ids, n.id)
 		}
 	}
-	if outer != nil {
-		for _, id := range outer.AncestorIDs() {
-			if !g.has(id) {
+	if s.outer != nil {
+		for _, id := range s.outer.Ancestors() {
+			if !s.g.has(id) {
 				ids = append(ids, id)
 			}
 		}

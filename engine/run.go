@@ -241,7 +241,7 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 			wctx, cancel = context.WithTimeout(ctx, n.timeout)
 		}
 		defer cancel()
-		ev := newEvaluator(wctx, gr.sc, n.when.Template(), n.ancestors)
+		ev := newEvaluator(wctx, gr.sc, n.when.Template(), n.sight)
 		v, err := ev.Run(n.when)
 		if err != nil {
 			ne := classify(err, wctx, ctx)
@@ -355,7 +355,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	defer cancel()
 	// The call carries the evaluator of its with: one allocation for both.
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, r: r, gr: gr, n: n, sc: gr.sc}
-	call.ev.Init(actx, gr.sc, n.with, gr.sc.exprBudget(), n.ancestors)
+	call.ev.Init(actx, gr.sc, n.with, gr.sc.exprBudget(), n.sight)
 	with, err := call.ev.Eval(n.with)
 	if err != nil {
 		ne := classify(err, actx, ctx)
@@ -484,14 +484,7 @@ func (r *run) account(out any) *NodeError {
 func (gr *graphRun) output(ctx context.Context) (any, error) {
 	g := gr.g
 	if g.hasOutput {
-		all := func() []string {
-			ids := make([]string, len(g.nodes))
-			for i, n := range g.nodes {
-				ids[i] = n.id
-			}
-			return ids
-		}
-		return newEvaluator(ctx, gr.sc, g.output, all).Eval(g.output)
+		return newEvaluator(ctx, gr.sc, g.output, &g.whole).Eval(g.output)
 	}
 	out := make(map[string]any, len(g.sinks))
 	for _, i := range g.sinks {

@@ -142,8 +142,8 @@ func (s *scope) exprBudget() lang.Budget {
 
 // newEvaluator returns an evaluator of t in sc, bounded by ctx and the
 // execution's expression budget.
-func newEvaluator(ctx context.Context, sc *scope, t lang.Template, ancestors func() []string) *lang.Evaluator {
-	return lang.NewEvaluator(ctx, sc, t, sc.exprBudget(), ancestors)
+func newEvaluator(ctx context.Context, sc *scope, t lang.Template, up *sight) *lang.Evaluator {
+	return lang.NewEvaluator(ctx, sc, t, sc.exprBudget(), up)
 }
 
 // limits returns the limits of the execution the scope belongs to.

@@ -370,6 +370,7 @@ var budgetEnv = []expr.Option{
 		"$weigh":     (func(any) any)(nil),
 		"$stepKey":   (func(any) any)(nil),
 		"$matches":   (func(any, any) bool)(nil),
+		"$node":      (func(any) any)(nil),
 	}),
 	expr.AllowUndefinedVariables(),
 }
@@ -383,6 +384,8 @@ type budgetPatcher struct {
 	// comparison, key or lookup run many times, and is its work charged
 	// by the bytes it reads.
 	loops bool
+	// indexed is set when nodes[<computed id>] became $node(<id>).
+	indexed bool
 }
 
 func budgetCall(fn string, args ...ast.Node) ast.Node {
@@ -458,6 +461,15 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			p.patched = true
 		}
 	case *ast.MemberNode:
+		if _, named := n.Property.(*ast.StringNode); !named && isNodes(n.Node) {
+			// nodes[id] looks the one node up: the map of every visible
+			// node is not built for it (Evaluator.node charges the key).
+			call := budgetCall("$node", n.Property)
+			call.SetLocation(n.Location())
+			ast.Patch(node, call)
+			p.indexed = true
+			return
+		}
 		// A computed key is hashed to look it up.
 		if p.loops && !cheapOperand(n.Property) {
 			n.Property = weighCall(n.Property)
@@ -606,6 +618,8 @@ type compiled struct {
 	typ     reflect.Type // the checker's result type; nil or interface when unknown
 	// budgeted is set when the program calls the budget functions.
 	budgeted bool
+	// indexed is set when the program calls $node.
+	indexed bool
 	// secretWhy says how the text breaks the secret rule (secret.go), ""
 	// when it keeps it.
 	secretWhy string
@@ -662,13 +676,13 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	}
 	p := &budgetPatcher{loops: hasLoops(&tree.Node)}
 	ast.Walk(&tree.Node, p)
-	if f != nil && !p.patched {
+	if f != nil && !p.patched && !p.indexed {
 		// An operator the patch leaves alone (one side is a number): the
 		// program, compiled on first need, is budget-free as the fast
 		// form is. One that may concatenate keeps its budget and the VM.
 		return &compiled{src: src, fast: f, refs: c, typ: typ, secretWhy: secretWhy}, nil
 	}
-	if p.patched {
+	if p.patched || p.indexed {
 		// The patch added calls the first check has not typed.
 		if _, err := checker.Check(tree, config); err != nil {
 			return nil, err
@@ -683,7 +697,7 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{src: src, prog: prog, refs: c, typ: typ, budgeted: p.patched, secretWhy: secretWhy}, nil
+	return &compiled{src: src, prog: prog, refs: c, typ: typ, budgeted: p.patched, indexed: p.indexed, secretWhy: secretWhy}, nil
 }
 
 // AsInt accepts a whole number as JSON decodes it (float64) or as expr-lang

@@ -43,7 +43,8 @@ func (e *Expression) constantTime() bool {
 	if e.cp.fast != nil {
 		return true
 	}
-	if e.budgeted || e.cp.prog == nil {
+	if e.budgeted || e.all || e.cp.prog == nil {
+		// A whole read of nodes builds a map of every visible node.
 		return false
 	}
 	for _, op := range e.cp.prog.Bytecode {

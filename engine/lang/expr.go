@@ -73,7 +73,11 @@ type Expression struct {
 	src  string
 	cp   *compiled
 	refs []string // nodes.<id> referenced by name
-	all  bool     // nodes indexed dynamically: every visible node is needed
+	// all is set when nodes is read whole (len(nodes), keys(nodes), a
+	// variable holding it): every visible node's state is then built
+	// into one map. nodes[id] with a computed id is not such a read: the
+	// program looks the one node up ($node, see Evaluator.node).
+	all bool
 	// secretRefs are the secrets.<name> referenced by name and allSecrets
 	// is set when secrets is used otherwise (indexed dynamically, passed
 	// whole): an http node binds the host-bound ones to its request.
@@ -94,10 +98,6 @@ func (e *Expression) Src() string { return e.src }
 // InputRefs returns the input.<name> properties the expression reads by
 // name, in order of first use.
 func (e *Expression) InputRefs() []string { return e.inputRefs }
-
-// Dynamic reports whether the expression indexes nodes dynamically, and
-// so needs every visible node in scope.
-func (e *Expression) Dynamic() bool { return e.all }
 
 // Template returns the template that is e alone, for evaluating a `when`.
 func (e *Expression) Template() Template {
@@ -182,7 +182,7 @@ func (c *compiled) fillExpr() {
 	e := &c.expr
 	*e = Expression{src: c.src, cp: c, typ: c.typ, budgeted: c.budgeted}
 	e.refs = distinct(r.nodeRefs)
-	e.all = r.nodesUses > len(r.nodeRefs)
+	e.all = r.nodesUses > len(r.nodeRefs)+r.nodesIndexed
 	for _, name := range r.secretRefs {
 		if !slices.Contains(e.secretRefs, name) {
 			e.secretRefs = append(e.secretRefs, name)
@@ -222,14 +222,17 @@ func firstLine(s string) string {
 
 // refCollector walks an expression's syntax tree for the names it uses.
 type refCollector struct {
-	roots      []string
-	lets       []string
-	nodeRefs   []string
-	nodesUses  int
-	secretRefs []string
-	secretUses int
-	inputRefs  []string
-	nodeFields []nodeField
+	roots     []string
+	lets      []string
+	nodeRefs  []string
+	nodesUses int
+	// nodesIndexed counts nodes[<computed id>]: uses of nodes that need
+	// one node, not all of them.
+	nodesIndexed int
+	secretRefs   []string
+	secretUses   int
+	inputRefs    []string
+	nodeFields   []nodeField
 	// Most expressions name a root or two and read a node or two: these
 	// hold them without allocations of their own.
 	rootsBuf, refsBuf [2]string
@@ -297,6 +300,9 @@ func (c *refCollector) Visit(n *ast.Node) {
 	case *ast.MemberNode:
 		prop, isStr := v.Property.(*ast.StringNode)
 		if !isStr {
+			if isNodes(v.Node) {
+				c.nodesIndexed++
+			}
 			return
 		}
 		if id, ok := nodeMember(v.Node); ok {
@@ -324,6 +330,12 @@ func (c *refCollector) Visit(n *ast.Node) {
 			c.inputRefs = append(c.inputRefs, prop.Value)
 		}
 	}
+}
+
+// isNodes reports whether n is the name nodes.
+func isNodes(n ast.Node) bool {
+	id, ok := n.(*ast.IdentifierNode)
+	return ok && id.Value == "nodes"
 }
 
 // nodeMember reports whether n is nodes.<id>, and the id.

@@ -18,8 +18,8 @@ import (
 type Template struct {
 	root    tnode
 	refs    []string // nodes referenced anywhere in the template
-	all     bool
-	secrets bool // secrets.NAME is in scope (http request fields)
+	all     bool     // nodes read whole: every visible node's state is built
+	secrets bool     // secrets.NAME is in scope (http request fields)
 	// secretRefs and allSecrets gather the secrets the template's
 	// expressions use (see Expression).
 	secretRefs []string
@@ -49,10 +49,6 @@ func (t Template) Member(key string) (Template, bool) {
 	}
 	return Template{}, false
 }
-
-// Dynamic reports whether the template indexes nodes dynamically, and so
-// needs every visible node in scope.
-func (t Template) Dynamic() bool { return t.all }
 
 // Secrets returns the secrets the template names, and whether it also
 // reads secrets otherwise (indexed dynamically, passed whole).
