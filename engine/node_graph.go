@@ -215,7 +215,7 @@ func (childStep) Run(ctx context.Context, call *Call) (any, error) {
 			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %v", id, err)
 		}
 		d := &detailList{}
-		if !schemaDetails("input", child.inputSchema, v, d) {
+		if !schemaDetails("input", child.inputSchema, v, d, &lang.Hints{}) {
 			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %s", id, d.inv.Error())
 		}
 	}

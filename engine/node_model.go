@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/schema"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -137,7 +138,7 @@ func parseReply(sch *schema.Schema, text string) (any, error) {
 	if err != nil {
 		return nil, Errorf(protocol.CodeModelError, "the model's reply is not valid JSON: %v", err)
 	}
-	if d := (&detailList{}); !schemaDetails("json", sch, v, d) {
+	if d := (&detailList{}); !schemaDetails("json", sch, v, d, &lang.Hints{}) {
 		return nil, Errorf(protocol.CodeModelError, "the model's reply does not match with.json: %s", d.inv.Error())
 	}
 	return v, nil

@@ -329,6 +329,14 @@ func TestModelNode(t *testing.T) {
 			wantMsg:  "does not match with.json: json.label",
 		},
 		{
+			name:     "a reply's value just outside the schema's enum is named",
+			nodes:    `[{"id":"m","type":"model","with":{"prompt":"label it","json":{"type":"object","properties":{"label":{"enum":["bug","feature"]}}}}}]`,
+			models:   `[{general}]`,
+			reply:    func(int) (int, string) { return 200, chatReply("g", `{"label":"featur"}`, 1, 1) },
+			wantCode: protocol.CodeModelError,
+			wantMsg:  `json.label: value must be one of "bug", "feature" (did you mean "feature"?)`,
+		},
+		{
 			name:     "reply that is not JSON",
 			nodes:    `[{"id":"m","type":"model","with":{"prompt":"label it","json":true}}]`,
 			models:   `[{general}]`,

@@ -18,7 +18,7 @@ func (p *prep) checkInput(g *graph, raw json.RawMessage) any {
 		input = v
 	}
 	if g.inputSchema != nil {
-		schemaDetails("input", g.inputSchema, input, p.d)
+		schemaDetails("input", g.inputSchema, input, p.d, &p.hints)
 	}
 	return input
 }

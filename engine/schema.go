@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/schema"
 )
 
@@ -31,18 +32,53 @@ func schemaErrors(path string, err error, d *detailList) {
 }
 
 // schemaDetails checks v against sch and adds a detail under path for each
-// failing leaf; it reports whether v is valid.
-func schemaDetails(path string, sch *schema.Schema, v any, d *detailList) bool {
+// failing leaf; it reports whether v is valid. A value or member that
+// looks misspelt gets its "did you mean", within hints (a nil hints: each
+// search bounded alone).
+func schemaDetails(path string, sch *schema.Schema, v any, d *detailList, hints *lang.Hints) bool {
 	leaves := sch.Validate(v)
 	if leaves == nil {
 		return true
 	}
 	out := make([]schemaLeaf, len(leaves))
 	for i, l := range leaves {
-		out[i] = schemaLeaf{loc: joinPath(path, l.Loc), msg: l.Msg, members: l.Members}
+		out[i] = schemaLeaf{loc: joinPath(path, l.Loc), msg: l.Msg, members: l.Members, missing: l.Missing, near: leafNear(l, hints)}
 	}
 	reportLeaves(out, d)
 	return false
+}
+
+// leafNear pairs what a leaf found with what was expected there, for the
+// plausible typos among them: a string outside an enum, unexpected
+// members against the declared ones.
+func leafNear(l schema.Leaf, hints *lang.Hints) []nearMiss {
+	if l.Known == nil {
+		return nil
+	}
+	var known []string
+	list := func() []string {
+		if known == nil {
+			known = l.Known()
+		}
+		return known
+	}
+	var near []nearMiss
+	if l.Got != "" {
+		if want := hints.Closest(l.Got, list); want != "" {
+			near = append(near, nearMiss{got: l.Got, want: want})
+		}
+		return near
+	}
+	for _, m := range l.Members {
+		switch found := hints.Closest(m, list); {
+		case found == "":
+		case l.Missing:
+			near = append(near, nearMiss{got: found, want: m})
+		default:
+			near = append(near, nearMiss{got: m, want: found})
+		}
+	}
+	return near
 }
 
 // reportLeaves adds leaves to d in path order, one message a place, and
@@ -64,13 +100,13 @@ func reportLeaves(leaves []schemaLeaf, d *detailList) {
 		} else {
 			// An unknown member at the same place, kept quiet by this
 			// message, may be the missing one misspelt.
-			var near []nearMiss
+			near := slices.Clip(l.near)
 			for _, o := range leaves[i+1:] {
 				if o.loc != l.loc {
 					break
 				}
 				for _, n := range o.near {
-					if slices.Contains(l.members, n.want) {
+					if slices.Contains(l.members, n.want) && !slices.Contains(near, n) {
 						near = append(near, n)
 					}
 				}

@@ -35,7 +35,7 @@ func schemaValidate(t *testing.T, sch *schema.Schema, inst string) error {
 		t.Fatalf("instance %.40s: %v", inst, err)
 	}
 	d := &detailList{}
-	if schemaDetails("input", sch, v, d) {
+	if schemaDetails("input", sch, v, d, nil) {
 		return nil
 	}
 	return d.err()

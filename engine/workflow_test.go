@@ -394,6 +394,13 @@ func TestChildWorkflowRuns(t *testing.T) {
 		message:  "input of child workflow",
 		failed:   []string{"call=FAILED"},
 	}, {
+		name:     "a child input member misspelt is named",
+		wf:       `{"nodes":[{"id":"call","type":"workflow","with":{"workflow":"greet","input":{"nmae":"x"}}}]}`,
+		children: []string{wtChildGreet},
+		nodeID:   "call",
+		message:  `input of child workflow "greet": input: missing property 'name' (did you mean "name" for "nmae"?)`,
+		failed:   []string{"call=FAILED"},
+	}, {
 		name:     "child input missing entirely",
 		wf:       `{"nodes":[{"id":"call","type":"workflow","with":{"workflow":"greet"}}]}`,
 		children: []string{wtChildGreet},

@@ -193,6 +193,39 @@ func (d *detailer) leaf(loc, members []string, format string, args ...any) {
 	}
 }
 
+// missingLeaf is leaf for required members absent from m, an instance
+// of obj: what m has that obj does not declare may be one misspelt.
+func (d *detailer) missingLeaf(loc, missing []string, obj, m map[string]any, format string, args ...any) {
+	if d.full() {
+		return
+	}
+	d.leaf(loc, missing, format, args...)
+	l := &d.leaves[len(d.leaves)-1]
+	l.Missing = true
+	l.Known = func() []string {
+		props, _ := obj["properties"].(map[string]any)
+		var undeclared []string
+		for _, name := range sortedKeys(m) {
+			if _, ok := props[name]; !ok {
+				undeclared = append(undeclared, name)
+			}
+		}
+		return undeclared
+	}
+}
+
+// enumStrings lists the strings among an enum's values.
+func enumStrings(enum any) []string {
+	arr, _ := enum.([]any)
+	var out []string
+	for _, e := range arr {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // full reports whether the leaves reached maxLeaves: the rest is not
 // looked for.
 func (d *detailer) full() bool { return len(d.leaves) >= maxLeaves }
@@ -216,7 +249,12 @@ func (d *detailer) report(i int, v any, loc []string, err error) {
 	}
 	obj := n.obj
 	if e := d.localCheck(i, v, len(loc)); e != nil {
-		d.leaf(loc, nil, "%s", assertionMessage(keyword(e), obj, v))
+		kw, before := keyword(e), len(d.leaves)
+		d.leaf(loc, nil, "%s", assertionMessage(kw, obj, v))
+		if s, isStr := v.(string); isStr && kw == "enum" && len(d.leaves) > before {
+			l := &d.leaves[len(d.leaves)-1]
+			l.Got, l.Known = s, func() []string { return enumStrings(obj["enum"]) }
+		}
 	}
 	// In place.
 	apply := func(toks ...string) {
@@ -316,7 +354,7 @@ func (d *detailer) required(obj, m map[string]any, loc []string) {
 			}
 		}
 		if len(missing) > 0 {
-			d.leaf(loc, missing, "missing %s %s", plural(len(missing), "property", "properties"), quoted(missing))
+			d.missingLeaf(loc, missing, obj, m, "missing %s %s", plural(len(missing), "property", "properties"), quoted(missing))
 		}
 	}
 	if dr, ok := obj["dependentRequired"].(map[string]any); ok {
@@ -331,7 +369,7 @@ func (d *detailer) required(obj, m map[string]any, loc []string) {
 				}
 			}
 			if len(missing) > 0 {
-				d.leaf(loc, missing, "missing %s %s, required by '%s'", plural(len(missing), "property", "properties"), quoted(missing), name)
+				d.missingLeaf(loc, missing, obj, m, "missing %s %s, required by '%s'", plural(len(missing), "property", "properties"), quoted(missing), name)
 			}
 		}
 	}
@@ -384,8 +422,11 @@ func (d *detailer) members(n *node, obj, m map[string]any, loc []string) {
 			try("additionalProperties")
 		}
 	}
-	if len(extra) > 0 {
+	if len(extra) > 0 && !d.full() {
 		d.leaf(loc, extra, "additional %s %s not allowed", plural(len(extra), "property", "properties"), quoted(extra))
+		if len(props) > 0 {
+			d.leaves[len(d.leaves)-1].Known = func() []string { return sortedKeys(props) }
+		}
 	}
 	if _, ok := obj["propertyNames"]; ok {
 		j, _ := d.sub(n, "propertyNames")

@@ -163,6 +163,16 @@ type Leaf struct {
 	Loc     []string
 	Msg     string
 	Members []string
+	// Missing says Members are required members absent.
+	Missing bool
+	// Known, when not nil, lists what a misspelling may explain the
+	// failure by: for unexpected Members, the member names the object's
+	// schema declares; for Missing ones, the members the value has that
+	// it does not declare; for a string Got outside an enum, the enum's
+	// strings. It is a function, so that what a caller never asks for is
+	// not listed.
+	Known func() []string
+	Got   string
 }
 
 // Validate checks v, a value decoded from JSON (float64 numbers), against
