@@ -33,6 +33,13 @@ func FuzzExprEval(f *testing.F) {
 		"flatten(map(input.a, {input.a}))",
 		"int('x')",
 		"input.missing.deeper",
+		"nodes[input.k].output + 1",
+		"map(1..100000, nodes[string(#)])",
+		"len(nodes) + len(keys(nodes))",
+		"nodes?.[string(1)]?.status",
+		"let n = nodes; n['a']",
+		"nodes[nodes.n0.output].status",
+		"nodes[input.a]",
 	} {
 		f.Add(s)
 	}
@@ -40,8 +47,11 @@ func FuzzExprEval(f *testing.F) {
 	for i := range a {
 		a[i] = float64(i)
 	}
-	input := map[string]any{"a": a}
-	sc := &Scope{Visible: func(string) bool { return false }, Ancestors: func() []string { return nil }, Item: true}
+	input := map[string]any{"a": a, "k": "n0"}
+	// Two nodes in scope, ended: a dynamic read may find them.
+	up := &manyUpstream{n: 2}
+	nodes := map[string]testNode{"n0": {status: "completed", output: "n1"}, "n1": {status: "failed", err: map[string]any{"code": "X", "message": "m"}}}
+	sc := &Scope{Upstream: up, Item: true}
 	b := Budget{MaxSteps: 200_000, MaxMemory: 1 << 20}
 	f.Fuzz(func(t *testing.T, src string) {
 		e, err := compileExpr(src, sc)
@@ -50,7 +60,7 @@ func FuzzExprEval(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ev := NewEvaluator(ctx, &testEnv{input: input, hasItem: true, item: 1.0}, Template{}, b, nil)
+		ev := NewEvaluator(ctx, &testEnv{input: input, nodes: nodes, hasItem: true, item: 1.0}, e.Template(), b, up)
 		start := time.Now()
 		_, err = ev.run(e)
 		var stopped *exprStopped
