@@ -161,3 +161,15 @@ func TestHostileNodesIndexedChain(t *testing.T) {
 		t.Errorf("the run allocated %d MB, over 200", alloc>>20)
 	}
 }
+
+// A child workflow sees its own nodes only, by a computed id as by name.
+func TestNodesIndexedInChild(t *testing.T) {
+	child := `{"id":"kid","nodes":[{"id":"x","type":"set","with":{"value":5}},
+		{"id":"y","type":"set","needs":["x"],"with":{"value":["${{ nodes[input.own].output }}","${{ nodes[input.parent] == nil }}","${{ len(nodes) }}"]}}],
+		"output":"${{ nodes.y.output }}"}`
+	wf := `{"nodes":[{"id":"pre","type":"set","with":{"value":1}},
+		{"id":"call","type":"workflow","needs":["pre"],"with":{"workflow":"kid","input":{"own":"x","parent":"pre"}}}],"output":"${{ nodes.call.output }}"}`
+	e, _ := wtEngine(nil)
+	s := wtRun(t, nil, e, wtReq(t, wf, "", child))
+	s.checkOutcome(t, `[5,true,1]`, "", "", nil, nil)
+}
