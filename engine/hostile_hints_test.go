@@ -57,12 +57,7 @@ func TestHostileSuggestions(t *testing.T) {
 			if len(inv.Details) < n/2 {
 				t.Fatalf("%d details, want one a node", len(inv.Details))
 			}
-			hinted := 0
-			for _, d := range inv.Details {
-				if strings.Contains(d.Message, "did you mean") {
-					hinted++
-				}
-			}
+			hinted := suggested(inv)
 			// The first ones still get theirs.
 			if hinted != maxHintsForTest || !strings.Contains(inv.Details[0].Message, "did you mean") {
 				t.Errorf("%d messages with a suggestion, want the first %d; first: %s", hinted, maxHintsForTest, inv.Details[0].Message)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/runnerd/lambda-runner/docs"
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // TestDocNearMisses: a misspelt member of the document is refused with the
@@ -54,18 +55,35 @@ func TestDocNearMisses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inv := prepareInvalid(t, newTestEngine(nil), reqBody(tt.wf, ""))
-			for _, d := range inv.Details {
-				if d.Path == tt.path {
-					if d.Message != tt.msg {
-						t.Errorf("at %s: %q\nwant %q", d.Path, d.Message, tt.msg)
-					}
-					return
-				}
-			}
-			t.Errorf("no detail at %s: %+v", tt.path, inv.Details)
+			wantDetailAt(t, prepareInvalid(t, newTestEngine(nil), reqBody(tt.wf, "")), tt.path, tt.msg)
 		})
 	}
+}
+
+// wantDetailAt checks that inv has a detail at path and that its message
+// is msg.
+func wantDetailAt(t *testing.T, inv *protocol.Invalid, path, msg string) {
+	t.Helper()
+	for _, d := range inv.Details {
+		if d.Path == path {
+			if d.Message != msg {
+				t.Errorf("at %s: %q\nwant %q", d.Path, d.Message, msg)
+			}
+			return
+		}
+	}
+	t.Errorf("no detail at %s: %+v", path, inv.Details)
+}
+
+// suggested counts the details of inv that carry a "did you mean".
+func suggested(inv *protocol.Invalid) int {
+	n := 0
+	for _, d := range inv.Details {
+		if strings.Contains(d.Message, "did you mean") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestTypelessNodeWith: a node whose type is missing, misspelt or not a
@@ -149,12 +167,7 @@ func TestHostileNearMisses(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	inv = prepareInvalid(t, newTestEngine(nil), reqBody(b.String(), ""))
-	hinted := 0
-	for _, d := range inv.Details {
-		if strings.Contains(d.Message, "did you mean") {
-			hinted++
-		}
-	}
+	hinted := suggested(inv)
 	if len(inv.Details) != 2000 || hinted != maxNearMissPlaces {
 		t.Errorf("2,000 objects with a near miss: %d details, %d with a suggestion; want 2000, %d", len(inv.Details), hinted, maxNearMissPlaces)
 	}
@@ -183,16 +196,7 @@ func TestInputNearMisses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inv := prepareInvalid(t, newTestEngine(nil), reqBody(`{"input":`+schema+`,"nodes":[]}`, tt.input))
-			for _, d := range inv.Details {
-				if d.Path == tt.path {
-					if d.Message != tt.msg {
-						t.Errorf("at %s: %q\nwant %q", d.Path, d.Message, tt.msg)
-					}
-					return
-				}
-			}
-			t.Errorf("no detail at %s: %+v", tt.path, inv.Details)
+			wantDetailAt(t, prepareInvalid(t, newTestEngine(nil), reqBody(`{"input":`+schema+`,"nodes":[]}`, tt.input)), tt.path, tt.msg)
 		})
 	}
 }
@@ -218,12 +222,7 @@ func TestHostileInputNearMisses(t *testing.T) {
 	}
 	wf := `{"input":{"type":"array","items":{"enum":[` + enum.String() + `]}},"nodes":[]}`
 	inv := prepareInvalid(t, newTestEngine(nil), reqBody(wf, "["+items.String()+"]"))
-	hinted := 0
-	for _, d := range inv.Details {
-		if strings.Contains(d.Message, "did you mean") {
-			hinted++
-		}
-	}
+	hinted := suggested(inv)
 	if hinted == 0 || hinted > 16 {
 		t.Errorf("%d details, %d with a suggestion; want some, at most 16", len(inv.Details), hinted)
 	}
