@@ -16,6 +16,11 @@
 #   eino / runner    how many times faster the runner over HTTP is than eino
 #   10k / 1k         the chain's growth (linear: 10)
 #   HTTP / engine    curl's time over BenchmarkInProcess's (per node alike)
+#   floor            bench/floor, a server that computes nothing and sends
+#                    the runner's own recorded stream of the shape, timed in
+#                    the same rounds: what loopback and curl cost alone
+#   engine+floor     (engine + floor) / engine: the HTTP / engine of a
+#                    server that ran the engine, then sent its stream
 #
 # Each shape is sent twice in a row, and the second is the one timed: the
 # engine's figure is likewise the third and fourth run of its document in
@@ -75,6 +80,7 @@ if [ -d functions/codeworker ]; then
 	export RUNNER_CODE_WORKER="$tmp/codeworker"
 fi
 (cd bench/eino && $GO build -trimpath -o "$tmp/eino" .)
+CGO_ENABLED=0 $GO build -trimpath -o "$tmp/floor" ./bench/floor
 
 # The request bodies: the text functions/bench_e2e_test.go's e2eChain and
 # e2eFanout write for salt 0, trace off.
@@ -130,6 +136,28 @@ completed() {
 		{ echo "compare: $2 did not complete on $1: $(tail -c 300 "$3")" >&2; exit 1; }
 }
 
+# The floor: bench/floor, a server that only carries bytes, answering each
+# shape with the stream the runner just sent for it (recorded here, once),
+# timed in the same rounds over the same kind of connection. No server
+# doing the runner's work can answer faster; engine + floor is what a
+# server that did its work and then sent its stream, one after the other,
+# would take.
+mkdir -p "$tmp/streams"
+for s in chain1000 fanout1000 chain10000; do
+	curl -sS -o "$tmp/streams/$s.ndjson" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+		--data-binary @"$tmp/$s.json" "${url[head]}/v1/executions"
+	completed head "$s" "$tmp/streams/$s.ndjson"
+done
+"$tmp/floor" -dir "$tmp/streams" -addr 127.0.0.1:0 >"$tmp/floor.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+	url[floor]=$(grep -so 'http://127\.0\.0\.1:[0-9]*' "$tmp/floor.log" | head -1 || true)
+	[ -n "${url[floor]}" ] && break
+	sleep 0.1
+done
+[ -n "${url[floor]}" ] || { echo "compare: the floor server did not start:" >&2; cat "$tmp/floor.log" >&2; exit 1; }
+servers="$servers floor"
+
 # keepalive SERVER: one curl, one connection: an untimed GET of the
 # capabilities opens it, then every shape twice, back to back; prints
 # "idle/shape seconds" for the first of each pair and "shape seconds" for
@@ -140,7 +168,9 @@ keepalive() {
 		printf 'url = "%s/v1/capabilities"\nheader = "Authorization: Bearer %s"\noutput = "/dev/null"\n' "${url[$1]}" "$token"
 		for s in chain1000 fanout1000 chain10000; do
 			for k in idle/$s $s; do
-				printf 'next\nurl = "%s/v1/executions"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$token"
+				q=
+				[ "$1" = floor ] && q="?shape=$s"
+				printf 'next\nurl = "%s/v1/executions%s"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$q" "$token"
 				printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$out/out.${k/\//.}"
 				printf 'write-out = "%s %%{time_total} %%{num_connects}\\n"\n' "$k"
 			done
@@ -184,9 +214,11 @@ for i in $(seq $((WARM + RUNS))); do
 	else
 		for s in chain1000 fanout1000 chain10000; do
 			for sv in $order; do
+				q=
+				[ "$sv" = floor ] && q="?shape=$s"
 				for k in idle http; do
 					t=$(curl -sS -o "$out/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
-						-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions")
+						-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions$q")
 					completed "$sv" "$s" "$out/out"
 					echo "$i $k/$sv/$s $(calc "$t * 1000")"
 				done
@@ -206,14 +238,16 @@ pids=()
 
 # med KEY: the median of KEY's samples ("" when there are none).
 med() { awk -v k="$1" '$2 == k { print $3 }' "$tmp/samples" | median; }
-# ratio A B: the median over the rounds of A's sample over B's.
+# ratio A B [C]: the median over the rounds of A's sample over B's; with C,
+# of (A + C) over B.
 ratio() {
-	awk -v a="$1" -v b="$2" '$2 == a { x[$1] = $3 } $2 == b { y[$1] = $3 }
-		END { for (i in x) if ((i in y) && y[i] > 0) print x[i] / y[i] }' "$tmp/samples" | median
+	awk -v a="$1" -v b="$2" -v c="${3:-}" '$2 == a { x[$1] = $3 } $2 == b { y[$1] = $3 } $2 == c { z[$1] = $3 }
+		END { for (i in x) if ((i in y) && y[i] > 0 && (c == "" || (i in z))) print (x[i] + z[i]) / y[i] }' "$tmp/samples" | median
 }
-declare -A http httpbase idle eino inproc
+declare -A http httpbase idle eino inproc floor
 for s in chain1000 fanout1000 chain10000; do
 	http[$s]=$(med "http/head/$s")
+	floor[$s]=$(med "http/floor/$s")
 	idle[$s]=$(med "idle/head/$s")
 	[ -n "${BASE:-}" ] && httpbase[$s]=$(med "http/base/$s")
 	inproc[$s]=$(med "engine/$s")
@@ -224,7 +258,7 @@ printf '\n%-12s' shape
 [ -n "${BASE:-}" ] && printf ' %12s' "$BASE ms"
 printf ' %12s' 'runner ms'
 for m in $EINO_MODES; do printf ' %14s %12s' "eino[$m] ms" "eino/runner"; done
-printf ' %14s %14s %12s\n' 'HTTP µs/node' 'engine µs/node' 'HTTP/engine'
+printf ' %14s %14s %12s %9s %14s\n' 'HTTP µs/node' 'engine µs/node' 'HTTP/engine' 'floor ms' 'engine+floor'
 for s in chain1000 fanout1000 chain10000; do
 	n=${s#chain}; n=${n#fanout}
 	printf '%-12s' "$s"
@@ -240,12 +274,14 @@ for s in chain1000 fanout1000 chain10000; do
 	hn=$(calc "${http[$s]} * 1000 / $n")
 	if [ -n "${inproc[$s]:-}" ]; then
 		en=$(calc "${inproc[$s]} * 1000 / $n")
-		printf ' %14.2f %14.2f %11.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")"
+		printf ' %14.2f %14.2f %11.2fx %9.2f %13.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")" \
+			"${floor[$s]}" "$(ratio "engine/$s" "engine/$s" "http/floor/$s")"
 	else
 		printf ' %14.2f %14s %12s\n' "$hn" - -
 	fi
 done
 printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(ratio http/head/chain10000 http/head/chain1000)"
+echo "(floor: bench/floor carrying the runner's own stream of the shape, and nothing else; engine+floor: (engine + floor) / engine, the HTTP/engine of a server that ran the engine and then sent its stream)"
 # The first of each pair: the same figures for a request that meets the
 # runner after the machine's other work, with no request just before it.
 printf '\n%-12s %12s' 'first of two' 'runner ms'
