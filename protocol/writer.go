@@ -56,6 +56,7 @@ type Writer struct {
 	lastSent time.Time
 	stamp    []byte // the time of the last event, to the second (appendTime)
 	stampSec int64
+	prefixes []linePrefix // each event type's line start (prefix)
 }
 
 // StreamOptions bound and shape the stream of a Writer. The zero value
