@@ -296,7 +296,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 	backoff := min(time.Duration(n.retry.BackoffMs)*time.Millisecond, maxBackoff)
 	for attempt := 1; ; attempt++ {
 		began := time.Now()
-		out, inner, err := gr.attempt(ctx, n, id, attempt)
+		out, inner, err := gr.attempt(ctx, n, id, attempt, began)
 		if err == nil {
 			return nodeState{status: protocol.NodeStatusCompleted, output: out}, nil
 		}
@@ -343,10 +343,10 @@ func jitter(d time.Duration) time.Duration {
 // attempt runs one attempt. It fails with errSuspended when the node waits
 // for consent (the suspension recorded) and with a *NodeError, which
 // carries the code, otherwise; inner names the innermost node at fault when
-// the failure came from a sub-graph.
-func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int) (out any, inner string, failure error) {
+// the failure came from a sub-graph. started is when it began: its events'
+// time, and its duration's start.
+func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int, started time.Time) (out any, inner string, failure error) {
 	r := gr.r
-	started := time.Now()
 	// timeoutMs covers the evaluation of with as well as the step.
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if n.timeout > 0 {
@@ -359,7 +359,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	with, err := call.ev.Eval(n.with)
 	if err != nil {
 		ne := classify(err, actx, ctx)
-		_ = r.sink.Emit(&protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt})
+		_ = r.sink.Emit(&protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt})
 		return nil, "", ne
 	}
 	var input json.RawMessage
@@ -370,7 +370,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 			input = r.traced(with)
 		}
 	}
-	emitLent(r, &startedEvents, protocol.NodeStarted{NodeID: id, NodeType: n.typ, Attempt: attempt, Input: input})
+	emitLent(r, &startedEvents, protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt, Input: input})
 	if o := r.x.e.Observer; o != nil {
 		var end func(status, code string)
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
@@ -378,7 +378,8 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	}
 	call.With, call.ctx = with, actx
 	out, err = runStep(actx, n, call)
-	dur := time.Since(started).Milliseconds()
+	ended := time.Now()
+	dur := ended.Sub(started).Milliseconds()
 	if err != nil {
 		if s := (*suspended)(nil); errors.As(err, &s) {
 			r.suspend(id, n.typ, s)
@@ -398,7 +399,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	if ne := r.account(out); ne != nil {
 		return nil, "", ne
 	}
-	emitLent(r, &completedEvents, protocol.NodeCompleted{NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out), Logs: r.tracedLogs(call.logs)})
+	emitLent(r, &completedEvents, protocol.NodeCompleted{Header: protocol.Header{Time: ended}, NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out), Logs: r.tracedLogs(call.logs)})
 	return out, "", nil
 }
 

@@ -45,9 +45,9 @@ func (w *Writer) encode(e Event) ([]byte, error) {
 func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 	switch e := e.(type) {
 	case *Accepted:
-		return append(w.appendHeader(dst, e.Type), "}\n"...), nil
+		return append(w.appendHeader(dst, &e.Header), "}\n"...), nil
 	case *NodeStarted:
-		dst = w.appendHeader(dst, e.Type)
+		dst = w.appendHeader(dst, &e.Header)
 		dst = appendNode(dst, e.NodeID, e.NodeType, e.Attempt)
 		if len(e.Input) > 0 {
 			var err error
@@ -57,7 +57,7 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 		}
 		return append(dst, "}\n"...), nil
 	case *NodeCompleted:
-		dst = w.appendHeader(dst, e.Type)
+		dst = w.appendHeader(dst, &e.Header)
 		dst = appendNode(dst, e.NodeID, e.NodeType, e.Attempt)
 		dst = strconv.AppendInt(append(dst, `,"durationMs":`...), e.DurationMs, 10)
 		if len(e.Output) > 0 {
@@ -68,7 +68,7 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 		}
 		return append(dst, "}\n"...), nil
 	case *NodeFailed:
-		dst = w.appendHeader(dst, e.Type)
+		dst = w.appendHeader(dst, &e.Header)
 		dst = appendNode(dst, e.NodeID, e.NodeType, e.Attempt)
 		dst = strconv.AppendInt(append(dst, `,"durationMs":`...), e.DurationMs, 10)
 		dst = appendString(append(dst, `,"error":{"code":`...), string(e.Error.Code))
@@ -76,7 +76,7 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 		dst = strconv.AppendBool(append(dst, `},"retrying":`...), e.Retrying)
 		return append(dst, "}\n"...), nil
 	}
-	e.header().At = FormatTime(w.now())
+	e.header().At = FormatTime(w.at(e.header().Time))
 	w.tmp.Reset()
 	if w.enc == nil {
 		w.enc = json.NewEncoder(&w.tmp)
@@ -92,10 +92,24 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 
 // appendHeader writes the fields every event starts with, and leaves the
 // object open.
-func (w *Writer) appendHeader(dst []byte, typ string) []byte {
-	dst = append(dst, w.prefix(typ)...)
-	dst = w.appendTime(dst, w.now().UTC())
+func (w *Writer) appendHeader(dst []byte, h *Header) []byte {
+	dst = append(dst, w.prefix(h.Type)...)
+	dst = w.appendTime(dst, w.at(h.Time))
 	return append(dst, '"')
+}
+
+// at returns the time to stamp on an event that happened at t (zero: now),
+// in UTC: t, or the last line's time if t is earlier (an event emitted late,
+// a clock stepped back), so that a stream's times never go backwards.
+func (w *Writer) at(t time.Time) time.Time {
+	if t.IsZero() {
+		t = w.now()
+	}
+	if t.Before(w.lastAt) {
+		t = w.lastAt
+	}
+	w.lastAt = t
+	return t.UTC()
 }
 
 // prefix returns the start of typ's lines up to the time, made once a

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Event types.
 const (
@@ -21,6 +24,12 @@ type Header struct {
 	Type        string `json:"type"`
 	ExecutionID string `json:"executionId"`
 	At          string `json:"at"`
+	// Time, when set, is when the event happened, for its "at": an
+	// emitter that has just read the clock (a node's attempt, for its
+	// duration) saves the Writer reading it again. The Writer reads its
+	// clock otherwise. Either way no line's "at" is earlier than the one's
+	// before it.
+	Time time.Time `json:"-"`
 }
 
 func (h *Header) header() *Header { return h }

@@ -57,6 +57,7 @@ type Writer struct {
 	stamp    []byte // the time of the last event, to the second (appendTime)
 	stampSec int64
 	prefixes []linePrefix // each event type's line start (prefix)
+	lastAt   time.Time    // the last line's time (at)
 }
 
 // StreamOptions bound and shape the stream of a Writer. The zero value

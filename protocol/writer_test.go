@@ -501,3 +501,44 @@ func TestFormatTime(t *testing.T) {
 		})
 	}
 }
+
+// TestWriterEventTime: an event's Header.Time is its "at" (in UTC, with
+// the hand-written and the encoding/json encoders alike), the clock is read
+// for one without, and no line's time is earlier than the line's before it:
+// an event stamped earlier, or a clock stepped back, gets the last time. The
+// rows are one stream, in order.
+func TestWriterEventTime(t *testing.T) {
+	at := func(h, m, s, ms int) time.Time { return time.Date(2026, 1, 2, h, m, s, ms*1_000_000, time.UTC) }
+	est := time.FixedZone("EST", -5*60*60)
+	w, rec := newTestWriter(t)
+	var clock time.Time
+	w.now = func() time.Time { return clock }
+	for _, tt := range []struct {
+		name  string
+		clock time.Time // the Writer's clock for this event
+		e     Event
+		want  string // its "at"
+	}{
+		{"clock", at(3, 4, 5, 6), &Accepted{}, "2026-01-02T03:04:05.006Z"},
+		{"own time", at(3, 4, 5, 6), &NodeStarted{Header: Header{Time: at(3, 4, 6, 100)}, NodeID: "a"}, "2026-01-02T03:04:06.100Z"},
+		{"own time, another zone", at(3, 4, 5, 6), &NodeCompleted{Header: Header{Time: time.Date(2026, 1, 1, 22, 4, 7, 0, est)}, NodeID: "a"}, "2026-01-02T03:04:07.000Z"},
+		{"own time earlier than the last line", at(3, 4, 9, 0), &NodeFailed{Header: Header{Time: at(3, 4, 6, 0)}, NodeID: "b"}, "2026-01-02T03:04:07.000Z"},
+		{"clock stepped back", at(3, 0, 0, 0), &NodeSuspended{NodeID: "c"}, "2026-01-02T03:04:07.000Z"},
+		{"own time, encoding/json", at(3, 4, 9, 0), &PermissionDecision{Header: Header{Time: at(3, 4, 8, 250)}, NodeID: "d"}, "2026-01-02T03:04:08.250Z"},
+		{"clock again", at(3, 4, 9, 500), &NodeStarted{NodeID: "e"}, "2026-01-02T03:04:09.500Z"},
+		{"terminal", at(3, 4, 10, 0), &Result{Status: StatusCompleted}, "2026-01-02T03:04:10.000Z"},
+	} {
+		clock = tt.clock
+		if err := send(w, tt.e); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		lines := rec.lines()
+		var h Header
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &h); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if h.At != tt.want {
+			t.Errorf("%s: at %q, want %q", tt.name, h.At, tt.want)
+		}
+	}
+}
