@@ -112,12 +112,17 @@ pids=()
 serve() {
 	RUNNER_TOKENS=$token RUNNER_ADDR=127.0.0.1:0 "$2" >"$tmp/$1.log" 2>&1 &
 	pids+=($!)
+	listening "$1"
+}
+# listening NAME: waits for the server just started to print its address
+# into $tmp/NAME.log, and puts it in url[NAME].
+listening() {
 	for _ in $(seq 100); do
 		url[$1]=$(grep -so 'http://127\.0\.0\.1:[0-9]*' "$tmp/$1.log" | head -1 || true)
 		[ -n "${url[$1]}" ] && return
 		sleep 0.1
 	done
-	echo "compare: the runner $1 did not start:" >&2; cat "$tmp/$1.log" >&2; exit 1
+	echo "compare: the server $1 did not start:" >&2; cat "$tmp/$1.log" >&2; exit 1
 }
 serve head "$tmp/runner"
 servers=head
@@ -150,12 +155,7 @@ for s in chain1000 fanout1000 chain10000; do
 done
 "$tmp/floor" -dir "$tmp/streams" -addr 127.0.0.1:0 >"$tmp/floor.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do
-	url[floor]=$(grep -so 'http://127\.0\.0\.1:[0-9]*' "$tmp/floor.log" | head -1 || true)
-	[ -n "${url[floor]}" ] && break
-	sleep 0.1
-done
-[ -n "${url[floor]}" ] || { echo "compare: the floor server did not start:" >&2; cat "$tmp/floor.log" >&2; exit 1; }
+listening floor
 servers="$servers floor"
 
 # keepalive SERVER: one curl, one connection: an untimed GET of the

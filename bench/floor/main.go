@@ -25,7 +25,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
 	"time"
 )
 
@@ -33,35 +33,33 @@ func main() {
 	dir := flag.String("dir", ".", "the directory of recorded streams, NAME.ndjson")
 	addr := flag.String("addr", "127.0.0.1:0", "the address to listen on")
 	flag.Parse()
+	h, err := handler(*dir)
+	if err != nil {
+		log.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("floor: listening on http://%s\n", ln.Addr())
-	srv := &http.Server{Handler: handler(*dir), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.Serve(ln))
 }
 
-// handler serves the streams recorded in dir, each read once, when first
-// asked for, and kept.
-func handler(dir string) http.Handler {
-	var mu sync.Mutex
+// handler serves the streams recorded in dir, all read before it serves,
+// so that no request reads a file.
+func handler(dir string) (http.Handler, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.ndjson"))
+	if err != nil {
+		return nil, err
+	}
 	streams := map[string][]byte{}
-	load := func(name string) ([]byte, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if b, ok := streams[name]; ok {
-			return b, nil
-		}
-		if name == "" || filepath.Base(name) != name {
-			return nil, fmt.Errorf("shape %q: want a file name", name)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, name+".ndjson"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		streams[name] = b
-		return b, nil
+		streams[strings.TrimSuffix(filepath.Base(f), ".ndjson")] = b
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/capabilities", func(w http.ResponseWriter, r *http.Request) {
@@ -73,9 +71,10 @@ func handler(dir string) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		stream, err := load(r.URL.Query().Get("shape"))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
+		shape := r.URL.Query().Get("shape")
+		stream, ok := streams[shape]
+		if !ok {
+			http.Error(w, fmt.Sprintf("shape %q: no stream recorded", shape), http.StatusNotFound)
 			return
 		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
@@ -84,5 +83,5 @@ func handler(dir string) http.Handler {
 		http.NewResponseController(w).Flush()
 		w.Write(stream[first:])
 	})
-	return mux
+	return mux, nil
 }

@@ -19,7 +19,11 @@ func TestHandler(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "chain3.ndjson"), []byte(stream), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(handler(dir))
+	h, err := handler(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	for _, tt := range []struct {
 		shape  string
