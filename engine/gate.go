@@ -156,6 +156,9 @@ func (r *run) preflight(gr *graphRun) {
 	ctx := context.Background()
 	p := &prober{r: r, memo: map[probeKey][]permission.Decision{}}
 	for _, n := range gr.g.nodes {
+		if len(n.static) == 0 && n.inner == nil {
+			continue // nothing to decide: most nodes of a large graph
+		}
 		var nested []permission.Decision
 		asked := map[staticAction]bool{} // consents requested for n
 		for _, a := range n.static {

@@ -77,10 +77,27 @@ type planCache struct {
 	used int64
 	m    map[planKey]*plan
 	lru  list.List // of *plan, most recent first
+	// heads finds a kept document at the start of a body's workflow
+	// member without reading the member to its end first (lookup): each
+	// plan whose text has at least planHeadLen bytes is listed under the
+	// hash of those bytes, at most planHeadWays plans a hash, the latest
+	// kept first. A list is replaced, never changed, so that it is read
+	// outside mu.
+	heads map[uint64][]*plan
 }
 
+// The head index's key length, and how many plans share one key before
+// the oldest is no longer found through it (only through get): documents
+// that differ only after their first planHeadLen bytes, as a chain of
+// 1,000 and one of 10,000 do, are each found; an author who sends many of
+// them costs each lookup at most planHeadWays comparisons.
+const (
+	planHeadLen  = 256
+	planHeadWays = 4
+)
+
 func newPlanCache() *planCache {
-	return &planCache{seed: maphash.MakeSeed(), m: map[planKey]*plan{}}
+	return &planCache{seed: maphash.MakeSeed(), m: map[planKey]*plan{}, heads: map[uint64][]*plan{}}
 }
 
 // key returns the key of text prepared under limits.
@@ -106,6 +123,39 @@ func (c *planCache) get(k planKey, text []byte) *plan {
 	c.lru.MoveToFront(p.elem)
 	c.mu.Unlock()
 	return p
+}
+
+// lookup returns the plan whose text rest begins with, prepared under
+// the same limits and code, nil when none is kept or when its text shares
+// its head with planHeadWays documents kept since. Its text's end is then
+// the end of rest's first value (a plan's text is one whole JSON object),
+// which is how a body's workflow is found without reading it
+// (protocol.Decoder.Known).
+func (c *planCache) lookup(rest []byte, limits Limits, code bool) *plan {
+	if c == nil || len(rest) < planHeadLen {
+		return nil
+	}
+	h := maphash.Bytes(c.seed, rest[:planHeadLen])
+	c.mu.Lock()
+	ways := c.heads[h]
+	c.mu.Unlock()
+	for _, p := range ways {
+		if p.key.limits == limits && p.key.code == code && len(p.text) <= len(rest) && p.text == string(rest[:len(p.text)]) {
+			c.mu.Lock()
+			c.lru.MoveToFront(p.elem)
+			c.mu.Unlock()
+			return p
+		}
+	}
+	return nil
+}
+
+// headOf returns p's key in heads, and whether it has one.
+func (c *planCache) headOf(p *plan) (uint64, bool) {
+	if len(p.text) < planHeadLen {
+		return 0, false
+	}
+	return maphash.String(c.seed, p.text[:planHeadLen]), true
 }
 
 // put keeps the plan of text, on the second put of its key, evicting the least recently used plans to
@@ -134,12 +184,29 @@ func (c *planCache) put(k planKey, text []byte, g *graph, fanout bool, max int64
 	p.elem = c.lru.PushFront(p)
 	c.m[k] = p
 	c.used += size
+	if h, ok := c.headOf(p); ok {
+		old := c.heads[h]
+		c.heads[h] = append([]*plan{p}, old[:min(len(old), planHeadWays-1)]...)
+	}
 }
 
 func (c *planCache) remove(p *plan) {
 	c.lru.Remove(p.elem)
 	delete(c.m, p.key)
 	c.used -= p.size
+	if h, ok := c.headOf(p); ok {
+		var kept []*plan
+		for _, q := range c.heads[h] {
+			if q != p {
+				kept = append(kept, q)
+			}
+		}
+		if len(kept) == 0 {
+			delete(c.heads, h)
+		} else {
+			c.heads[h] = kept
+		}
+	}
 }
 
 // reset drops every plan (a node type was registered).
@@ -150,6 +217,7 @@ func (c *planCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.m)
+	clear(c.heads)
 	c.lru.Init()
 	c.used = 0
 }

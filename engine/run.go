@@ -46,6 +46,12 @@ type run struct {
 	suspended   atomic.Bool
 }
 
+// now is the time on the run's clock: its start plus the monotonic time
+// since. One clock read rather than time.Now's two (wall and monotonic),
+// twice a node; and an execution's times then never step with the wall
+// clock, so a node's at and durationMs always agree.
+func (r *run) now() time.Time { return r.start.Add(time.Since(r.start)) }
+
 type usageCounters struct {
 	inputTokens, outputTokens, modelCalls, toolCalls, httpRequests atomic.Int64
 }
@@ -295,7 +301,7 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 	maxBackoff := time.Duration(n.retry.MaxBackoffMs) * time.Millisecond
 	backoff := min(time.Duration(n.retry.BackoffMs)*time.Millisecond, maxBackoff)
 	for attempt := 1; ; attempt++ {
-		began := time.Now()
+		began := r.now()
 		out, inner, err := gr.attempt(ctx, n, id, attempt, began)
 		if err == nil {
 			return nodeState{status: protocol.NodeStatusCompleted, output: out}, nil
@@ -378,7 +384,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	}
 	call.With, call.ctx = with, actx
 	out, err = runStep(actx, n, call)
-	ended := time.Now()
+	ended := r.now()
 	dur := ended.Sub(started).Milliseconds()
 	if err != nil {
 		if s := (*suspended)(nil); errors.As(err, &s) {

@@ -98,12 +98,19 @@ func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *detailList
 	case run:
 		mode = prepareRun
 	}
-	wf := workflowDecoder(l.MaxDepth, l.MaxNodes)
+	dec := protocol.Decoder{MaxDepth: l.MaxDepth, Workflow: workflowDecoder(l.MaxDepth, l.MaxNodes)}
 	if mode == prepareRun && e.plans != nil {
 		// A document whose plan is cached is not decoded (prepare finds
-		// the plan as the request's WorkflowValue).
-		decode, code := wf, e.Services.Code != nil
-		wf = func(raw []byte) (any, error) {
+		// the plan as the request's WorkflowValue), nor, when the cache
+		// finds it by its first bytes, even read to its end.
+		decode, code := dec.Workflow, e.Services.Code != nil
+		dec.Known = func(rest []byte) (protocol.KnownWorkflow, int) {
+			if pl := e.plans.lookup(rest, l, code); pl != nil {
+				return pl, len(pl.text)
+			}
+			return nil, 0
+		}
+		dec.Workflow = func(raw []byte) (any, error) {
 			k := e.plans.key(raw, l, code)
 			if pl := e.plans.get(k, raw); pl != nil {
 				return pl, nil
@@ -111,7 +118,7 @@ func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *detailList
 			return decode(raw)
 		}
 	}
-	req, err := protocol.Decoder{MaxDepth: l.MaxDepth, Workflow: wf}.DecodeAll(body)
+	req, err := dec.DecodeAll(body)
 	var inv *protocol.Invalid
 	if errors.As(err, &inv) && inv.Syntax != nil {
 		syn = inv.Syntax

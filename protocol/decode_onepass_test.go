@@ -161,6 +161,74 @@ func checkKnown(t *testing.T, body []byte, maxDepth int, plain *ExecutionRequest
 	if !reflect.DeepEqual(plain, req) {
 		t.Fatalf("%.200q: requests differ\n plain %+v\n known %+v", body, plain, req)
 	}
+	if plain == nil || len(plain.Workflow) == 0 || plain.Workflow[0] != '{' || !json.Valid(plain.Workflow) {
+		return
+	}
+	// Known, knowing the workflow's text, finds it at the start of the
+	// member's value and the member is not read: the same request.
+	// (A body the one pass hands back is read the ordinary way, with
+	// neither hook.)
+	text := string(plain.Workflow)
+	req, err = Decoder{MaxDepth: maxDepth,
+		Workflow: func([]byte) (any, error) { return nil, errors.New("read though known") },
+		Known: func(rest []byte) (KnownWorkflow, int) {
+			if strings.HasPrefix(string(rest), text) {
+				return known{}, len(text)
+			}
+			return nil, 0
+		}}.DecodeAll(body)
+	if fmt.Sprint(perr) != fmt.Sprint(err) {
+		t.Fatalf("%.200q: errors differ\n plain %v\n Known %v", body, perr, err)
+	}
+	if req != nil {
+		req.WorkflowValue = nil
+	}
+	if !reflect.DeepEqual(plain, req) {
+		t.Fatalf("%.200q: requests differ\n plain %+v\n Known %+v", body, plain, req)
+	}
+}
+
+// TestDecodeKnownText: Known is asked at the workflow member's value and
+// only there; what it finds is taken as the member, the rest of the body
+// read as ever; a length past the body's end, or none, has the member read.
+func TestDecodeKnownText(t *testing.T) {
+	doc := `{"nodes":[{"id":"a","type":"set","with":{"value":"}]\"{["}}]}`
+	body := []byte(`{"version":1,"workflow":` + doc + `,"input":{"n":1}}`)
+	for _, tt := range []struct {
+		name  string
+		n     func(rest []byte) int
+		known bool
+	}{
+		{"found", func([]byte) int { return len(doc) }, true},
+		{"not found", func([]byte) int { return 0 }, false},
+		{"past the end", func(rest []byte) int { return len(rest) + 1 }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var at []string
+			read := 0
+			req, err := Decoder{
+				Workflow: func(raw []byte) (any, error) { read++; return members(raw) },
+				Known: func(rest []byte) (KnownWorkflow, int) {
+					at = append(at, string(rest[:min(len(rest), 9)]))
+					if n := tt.n(rest); n > 0 {
+						return known{}, n
+					}
+					return nil, 0
+				}}.DecodeAll(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(at) != 1 || at[0] != doc[:9] {
+				t.Errorf("Known asked at %q, want once at the workflow", at)
+			}
+			if _, ok := req.WorkflowValue.(known); ok != tt.known || (read == 0) != tt.known {
+				t.Errorf("WorkflowValue %T, Workflow called %d times", req.WorkflowValue, read)
+			}
+			if string(req.Workflow) != doc || string(req.Input) != `{"n":1}` {
+				t.Errorf("workflow %s, input %s", req.Workflow, req.Input)
+			}
+		})
+	}
 }
 
 // TestDecodeKnownWorkflow: what a known workflow skips is its own walk,

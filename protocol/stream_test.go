@@ -179,6 +179,120 @@ func TestWriterCoalesces(t *testing.T) {
 	}
 }
 
+// TestWriterEmitsWhileWriting: while one write is out to a client that is
+// not reading, Emit goes on into the other buffer, and waits only once that
+// one is full too; the write starts when the buffer is half full, not
+// full. So a run whose events outpace one write never stops for it.
+func TestWriterEmitsWhileWriting(t *testing.T) {
+	const maxBuffered = 4096
+	ev := &NodeStarted{NodeID: "a", NodeType: "set", Attempt: 1}
+	var one bytes.Buffer
+	probe := NewWriter(&one, "x", nil)
+	probe.now = func() time.Time { return fixedTime }
+	if err := probe.Emit(ev); err != nil {
+		t.Fatal(err)
+	}
+	// More than a full buffer; less than half of one being written and a
+	// full one after it.
+	n := maxBuffered * 7 / 5 / one.Len()
+	sw := &slowWriter{release: make(chan struct{})}
+	w := NewStreamWriter(t.Context(), sw, "x", nil, StreamOptions{MaxBuffered: maxBuffered})
+	w.now = func() time.Time { return fixedTime }
+	close(sw.release) // accepted goes out at once
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	sw.release = make(chan struct{}) // now the client stalls
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			if err := w.Emit(ev); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(sw.release)
+		t.Fatalf("%d events of %d bytes (buffer %d) waited for a stalled client's write", n, one.Len(), maxBuffered)
+	}
+	close(sw.release)
+	if err := w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(sw.buf.String(), "\n"); lines != n+2 {
+		t.Errorf("%d lines, want %d", lines, n+2)
+	}
+}
+
+// enteredWriter tells when a write begins, then blocks it until released.
+type enteredWriter struct {
+	entered chan int // the write's length
+	release chan struct{}
+}
+
+func (e *enteredWriter) Write(p []byte) (int, error) {
+	e.entered <- len(p)
+	<-e.release
+	return len(p), nil
+}
+
+// TestWriterWritesAtHalf: a buffer half full is written at once, however
+// long the flush interval, so that a burst's first lines go out while the
+// rest are made.
+func TestWriterWritesAtHalf(t *testing.T) {
+	const maxBuffered = 4096
+	ew := &enteredWriter{entered: make(chan int, 1), release: make(chan struct{})}
+	w := NewStreamWriter(t.Context(), ew, "x", nil, StreamOptions{MaxBuffered: maxBuffered, FlushInterval: time.Hour})
+	go func() { <-ew.entered; ew.release <- struct{}{} }() // accepted
+	if err := w.Emit(&Accepted{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; w.pendingLen() < maxBuffered/2; i++ {
+		if err := w.Emit(&NodeStarted{NodeID: "a", NodeType: "set", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			// The flusher, started by this first line, goes to sleep
+			// for the interval; what follows must wake it.
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	select {
+	case n := <-ew.entered:
+		if n < maxBuffered/2 {
+			t.Errorf("wrote %d bytes, want the half buffer", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a half-full buffer waited for the flush interval")
+	}
+	close(ew.release)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range ew.entered {
+		}
+	}()
+	if err := w.Finish(&Result{Status: StatusCompleted, Output: json.RawMessage(`null`)}); err != nil {
+		t.Fatal(err)
+	}
+	close(ew.entered) // Finish returned: nothing writes any more
+	<-drained
+}
+
+// pendingLen is how many bytes wait to be written.
+func (w *Writer) pendingLen() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending)
+}
+
 // BenchmarkWriterEvent measures one node event through a coalescing Writer
 // (ns and allocs per event).
 func BenchmarkWriterEvent(b *testing.B) {

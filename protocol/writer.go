@@ -90,13 +90,14 @@ type StreamOptions struct {
 	// writes to the underlying writer (DefaultFlushInterval if 0). Lines
 	// emitted meanwhile go out together in one write and one flush. The
 	// first line after a quiet spell, accepted and the terminal event are
-	// written at once. While a burst lasts (lines keep coming as the last
+	// written at once, and so are the lines pending once they fill half
+	// of MaxBuffered. While a burst lasts (lines keep coming as the last
 	// ones are written) the wait doubles with each write, up to eight
 	// times FlushInterval.
 	FlushInterval time.Duration
 	// MaxBuffered bounds the bytes a coalescing Writer holds for a slow
-	// client (DefaultMaxBuffered if 0). When it is full Emit waits for the
-	// client, but only while the Writer's context lives: once it is done
+	// client (DefaultMaxBuffered if 0), beside the write under way. When
+	// it is full Emit waits for the client, but only while the Writer's context lives: once it is done
 	// (the client left, the deadline passed, the stream limit was hit) the
 	// event is dropped instead, so a stalled client never holds the engine.
 	MaxBuffered int
@@ -204,9 +205,15 @@ func (w *Writer) emit(e Event) (err error, hitLimit bool) {
 	if w.pending == nil {
 		w.pending = getStreamBuf()
 	}
+	belowHalf := len(w.pending) < w.opts.MaxBuffered/2
 	w.pending = append(w.pending, line...)
 	w.start()
 	w.cond.Broadcast()
+	if belowHalf && len(w.pending) >= w.opts.MaxBuffered/2 && !w.writing {
+		// Half full: the write starts now, while the other half fills,
+		// rather than when the buffer is full and the engine must wait.
+		w.kick()
+	}
 	return nil, false
 }
 
@@ -511,6 +518,9 @@ func (w *Writer) flushLoop() {
 		if w.pending == nil {
 			w.pending = getStreamBuf()
 		}
+		// An Emit waiting for room goes on into the new buffer while
+		// this one is written, not after.
+		w.cond.Broadcast()
 		w.writeOut(buf)
 		w.lastSent = time.Now()
 		w.spare = buf[:0]
