@@ -71,3 +71,16 @@ func TestEventTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestRunClock: the run's clock reads as the wall clock does at the start
+// and keeps its pace after, and a run made without a start reads now.
+func TestRunClock(t *testing.T) {
+	for _, r := range []*run{{start: time.Now()}, {}} {
+		before := time.Now()
+		got := r.now()
+		after := time.Now()
+		if got.Before(before.Add(-time.Millisecond)) || got.After(after.Add(time.Millisecond)) {
+			t.Errorf("start %v: now() = %v, outside [%v, %v]", r.start, got, before, after)
+		}
+	}
+}

@@ -50,7 +50,12 @@ type run struct {
 // since. One clock read rather than time.Now's two (wall and monotonic),
 // twice a node; and an execution's times then never step with the wall
 // clock, so a node's at and durationMs always agree.
-func (r *run) now() time.Time { return r.start.Add(time.Since(r.start)) }
+func (r *run) now() time.Time {
+	if r.start.IsZero() {
+		return time.Now() // a run made without its start (tests)
+	}
+	return r.start.Add(time.Since(r.start))
+}
 
 type usageCounters struct {
 	inputTokens, outputTokens, modelCalls, toolCalls, httpRequests atomic.Int64
