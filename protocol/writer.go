@@ -97,9 +97,10 @@ type StreamOptions struct {
 	FlushInterval time.Duration
 	// MaxBuffered bounds the bytes a coalescing Writer holds for a slow
 	// client (DefaultMaxBuffered if 0), beside the write under way. When
-	// it is full Emit waits for the client, but only while the Writer's context lives: once it is done
-	// (the client left, the deadline passed, the stream limit was hit) the
-	// event is dropped instead, so a stalled client never holds the engine.
+	// it is full Emit waits for the client, but only while the Writer's
+	// context lives: once it is done (the client left, the deadline
+	// passed, the stream limit was hit) the event is dropped instead, so a
+	// stalled client never holds the engine.
 	MaxBuffered int
 }
 
