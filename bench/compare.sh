@@ -21,6 +21,10 @@
 #                    the same rounds: what loopback and curl cost alone
 #   engine+floor     (engine + floor) / engine: the HTTP / engine of a
 #                    server that ran the engine, then sent its stream
+#   HTTP / evicted   curl's time over BenchmarkInProcess's evicted variant:
+#                    the engine on the same text with the CPU's caches
+#                    emptied before each run, as a request over HTTP meets
+#                    them (bench/BASELINE.md, Round 15)
 #
 # Each shape is sent twice in a row, and the second is the one timed: the
 # engine's figure is likewise the third and fourth run of its document in
@@ -229,9 +233,10 @@ for i in $(seq $((WARM + RUNS))); do
 		"$tmp/eino" -mode "$m" -runs 1 -warm 1 -shapes chain:1000,fanout:1000 |
 			while read -r kind n ms; do echo "$i eino/$m/$kind$n $ms"; done
 	done
-	(cd functions && "$tmp/functions.test" -test.run '^$' -test.bench 'InProcess/^(chain1000|fanout1000|chain10000)$/warm' -test.benchtime 2x) |
+	(cd functions && "$tmp/functions.test" -test.run '^$' -test.bench 'InProcess/^(chain1000|fanout1000|chain10000)$/(warm|evicted)$' -test.benchtime 2x) |
 		awk -v i="$i" '/^BenchmarkInProcess/ { split($1, p, "/"); n = (p[2] == "chain10000") ? 10000 : 1000
-			for (k = 1; k < NF; k++) if ($(k+1) == "ns/node") print i, "engine/" p[2], $k * n / 1e6 }'
+			key = (p[3] ~ /^evicted/ ? "evicted/" : "engine/") p[2]
+			for (k = 1; k < NF; k++) if ($(k+1) == "ns/node") print i, key, $k * n / 1e6 }'
 done | awk -v warm="$WARM" '$1 > warm' >"$tmp/samples"
 for p in "${pids[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
 pids=()
@@ -244,13 +249,14 @@ ratio() {
 	awk -v a="$1" -v b="$2" -v c="${3:-}" '$2 == a { x[$1] = $3 } $2 == b { y[$1] = $3 } $2 == c { z[$1] = $3 }
 		END { for (i in x) if ((i in y) && y[i] > 0 && (c == "" || (i in z))) print (x[i] + z[i]) / y[i] }' "$tmp/samples" | median
 }
-declare -A http httpbase idle eino inproc floor
+declare -A http httpbase idle eino inproc evicted floor
 for s in chain1000 fanout1000 chain10000; do
 	http[$s]=$(med "http/head/$s")
 	floor[$s]=$(med "http/floor/$s")
 	idle[$s]=$(med "idle/head/$s")
 	[ -n "${BASE:-}" ] && httpbase[$s]=$(med "http/base/$s")
 	inproc[$s]=$(med "engine/$s")
+	evicted[$s]=$(med "evicted/$s")
 	for m in $EINO_MODES; do eino[$m/$s]=$(med "eino/$m/$s"); done
 done
 
@@ -258,7 +264,7 @@ printf '\n%-12s' shape
 [ -n "${BASE:-}" ] && printf ' %12s' "$BASE ms"
 printf ' %12s' 'runner ms'
 for m in $EINO_MODES; do printf ' %14s %12s' "eino[$m] ms" "eino/runner"; done
-printf ' %14s %14s %12s %9s %14s\n' 'HTTP µs/node' 'engine µs/node' 'HTTP/engine' 'floor ms' 'engine+floor'
+printf ' %14s %14s %12s %9s %14s %12s\n' 'HTTP µs/node' 'engine µs/node' 'HTTP/engine' 'floor ms' 'engine+floor' 'HTTP/evicted'
 for s in chain1000 fanout1000 chain10000; do
 	n=${s#chain}; n=${n#fanout}
 	printf '%-12s' "$s"
@@ -274,14 +280,14 @@ for s in chain1000 fanout1000 chain10000; do
 	hn=$(calc "${http[$s]} * 1000 / $n")
 	if [ -n "${inproc[$s]:-}" ]; then
 		en=$(calc "${inproc[$s]} * 1000 / $n")
-		printf ' %14.2f %14.2f %11.2fx %9.2f %13.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")" \
-			"${floor[$s]}" "$(ratio "engine/$s" "engine/$s" "http/floor/$s")"
+		printf ' %14.2f %14.2f %11.2fx %9.2f %13.2fx %11.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")" \
+			"${floor[$s]}" "$(ratio "engine/$s" "engine/$s" "http/floor/$s")" "$(ratio "http/head/$s" "evicted/$s")"
 	else
 		printf ' %14.2f %14s %12s\n' "$hn" - -
 	fi
 done
 printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(ratio http/head/chain10000 http/head/chain1000)"
-echo "(floor: bench/floor carrying the runner's own stream of the shape, and nothing else; engine+floor: (engine + floor) / engine, the HTTP/engine of a server that ran the engine and then sent its stream)"
+echo "(floor: bench/floor carrying the runner's own stream of the shape, and nothing else; engine+floor: (engine + floor) / engine, the HTTP/engine of a server that ran the engine and then sent its stream; HTTP/evicted: over the engine with the CPU's caches emptied before each run, as a request meets them)"
 # The first of each pair: the same figures for a request that meets the
 # runner after the machine's other work, with no request just before it.
 printf '\n%-12s %12s' 'first of two' 'runner ms'

@@ -94,7 +94,10 @@ func BenchmarkE2E(b *testing.B) {
 // PrepareBody then Run, with the events written as NDJSON to io.Discard.
 // Its ns/node against BenchmarkE2E's is what the HTTP path adds; its warm
 // variants (the same text every iteration) are bench/compare.sh's engine
-// figure.
+// figure. Its evicted variants are the warm ones with the CPU's caches
+// emptied before each iteration (evictCaches), as a request over HTTP
+// meets them: the client, the kernel and the machine's other work have
+// run since the last one (bench/BASELINE.md, Round 15).
 func BenchmarkInProcess(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -105,14 +108,16 @@ func BenchmarkInProcess(b *testing.B) {
 		{"fanout1000", 1000, e2eFanout},
 		{"chain10000", 10000, e2eChain},
 	} {
-		for _, warm := range []bool{false, true} {
-			name := bc.name + "/trace=off"
-			if warm {
-				name = bc.name + "/warm"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, v := range []struct {
+			name          string
+			warm, evicted bool
+		}{{"trace=off", false, false}, {"warm", true, false}, {"evicted", true, true}} {
+			b.Run(bc.name+"/"+v.name, func(b *testing.B) {
+				if v.evicted {
+					b.Cleanup(evicting(b))
+				}
 				benchmarkInProcess(b, bc.nodes, func(i int) []byte {
-					if warm {
+					if v.warm {
 						return bc.body(bc.nodes, 0, false)
 					}
 					return bc.body(bc.nodes, i, false)
@@ -151,6 +156,11 @@ func benchmarkInProcess(b *testing.B, nodes int, body func(i int) []byte, sink f
 	cpuBefore := cpuTime()
 	b.ResetTimer()
 	for i := range b.N {
+		if evictBuf != nil {
+			b.StopTimer()
+			evictCaches()
+			b.StartTimer()
+		}
 		x, err := eng.PrepareBody(bodies[i])
 		if err != nil {
 			b.Fatal(err)
@@ -166,6 +176,25 @@ func benchmarkInProcess(b *testing.B, nodes int, body func(i int) []byte, sink f
 	}
 	b.StopTimer()
 	reportPerNode(b, nodes, cpuTime()-cpuBefore, &before, &after)
+}
+
+// evictBuf, while a benchmark is evicting, is the memory evictCaches
+// writes: twice the 32 MiB L3 cache of the machines bench/BASELINE.md
+// reports.
+var evictBuf []byte
+
+// evicting makes benchmarkInProcess empty the CPU's caches before each
+// iteration, until the function it returns is called.
+func evicting(b *testing.B) func() {
+	evictBuf = make([]byte, 64<<20)
+	return func() { evictBuf = nil }
+}
+
+// evictCaches writes a byte of every cache line of evictBuf.
+func evictCaches() {
+	for i := 0; i < len(evictBuf); i += 64 {
+		evictBuf[i]++
+	}
 }
 
 // benchmarkE2E posts body(i) for each iteration through a loopback server

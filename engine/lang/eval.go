@@ -155,7 +155,7 @@ func (ev *Evaluator) node(id any) any {
 }
 
 func (ev *Evaluator) run(e *Expression) (any, error) {
-	if f := e.cp.fast; f != nil {
+	if f := e.fast; f != nil {
 		if v, ok := ev.fast(f); ok {
 			return v, nil
 		}

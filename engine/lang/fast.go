@@ -22,21 +22,81 @@ import (
 // exactly the VM's.
 
 // fastForm is an expression evaluated without the VM.
+//
+// An evaluation reads only the fields before isLit, which finish derives
+// from those after: a request meets the forms of its workflow out of the
+// CPU's caches (the client, the kernel and other work ran since the last
+// one), and each cache line an evaluation touches then costs a read from
+// memory. Evaluating nodes.<id>.output + 1 so reads the three forms' first
+// lines and not the text its names were sliced from (bench/BASELINE.md,
+// Round 15).
 type fastForm struct {
-	lit   any
-	isLit bool
-	root  string   // a name in the environment
-	path  []string // fields read by name, in order
-	// op, when set, is a binary operator applied to l and r, by apply
+	kind  formKind
+	field stateField // of a formNodes: the field of the node's state read
+	// ref is where a RefEnv last found the node a formNodes reads (0:
+	// nowhere yet). The form is shared by every workflow with the same
+	// text, so the Env must check what it reads back.
+	ref  atomic.Uint64
+	id   string   // of a formNodes: the node's id
+	rest []string // fields read by name after the root (and a node's field)
+	// apply, for a formOp, is the binary operator applied to l and r
 	// (its fastOps function, looked up once when the form is made).
-	op      string
-	apply   func(a, b any) any
-	l, r    *fastForm
+	apply func(a, b any) any
+	l, r  *fastForm
+	lit   any
+
+	// What the form is made of.
+	isLit   bool
+	root    string   // a name in the environment
+	path    []string // fields read by name, in order
+	op      string   // the operator of a formOp
 	pathBuf [3]string
-	// ref is where a RefEnv last found the node a nodes.<id> form reads
-	// (0: nowhere yet). The form is shared by every workflow with the
-	// same text, so the Env must check what it reads back.
-	ref atomic.Uint64
+}
+
+// formKind is what a fast form's evaluation does.
+type formKind uint8
+
+const (
+	formVM        formKind = iota // none: the VM evaluates it (item, index, other fields)
+	formLit                       // lit
+	formOp                        // apply(l, r)
+	formNodes                     // a node's status or output, then rest
+	formInput                     // the input, then rest
+	formExecution                 // the execution object, then rest
+)
+
+// stateField is the field of a node's state a formNodes reads.
+type stateField uint8
+
+const (
+	fieldOutput stateField = iota
+	fieldStatus
+)
+
+// finish derives what an evaluation reads from what f is made of: its
+// kind and, for a reference, the fields read past its root.
+func (f *fastForm) finish() {
+	switch {
+	case f.isLit:
+		f.kind = formLit
+	case f.op != "":
+		f.kind = formOp
+	case f.root == "nodes":
+		if len(f.path) < 2 || f.path[1] != "output" && f.path[1] != "status" {
+			f.kind = formVM
+			return
+		}
+		f.kind, f.id, f.rest = formNodes, f.path[0], f.path[2:]
+		if f.path[1] == "status" {
+			f.field = fieldStatus
+		}
+	case f.root == "input":
+		f.kind, f.rest = formInput, f.path
+	case f.root == "execution":
+		f.kind, f.rest = formExecution, f.path
+	default:
+		f.kind = formVM
+	}
 }
 
 // fastOps are the binary operators a fast form applies, when both operands
@@ -63,6 +123,15 @@ func fastFormOf(n ast.Node) *fastForm {
 // operands of an operator are allocated together, and short paths are
 // held in f: a form costs an allocation or two, once per source text.
 func (f *fastForm) fill(n ast.Node) bool {
+	if !f.read(n) {
+		return false
+	}
+	f.finish()
+	return true
+}
+
+// read makes f what the fast form of n is made of (see fill).
+func (f *fastForm) read(n ast.Node) bool {
 	switch v := n.(type) {
 	case *ast.NilNode:
 		*f = fastForm{isLit: true}
@@ -161,10 +230,11 @@ func (c *compiled) program() (*vm.Program, error) {
 
 // fast evaluates e's fast form, reporting false when the VM must run it.
 func (ev *Evaluator) fast(f *fastForm) (any, bool) {
-	if f.isLit {
+	var v any
+	switch f.kind {
+	case formLit:
 		return f.lit, true
-	}
-	if f.op != "" {
+	case formOp:
 		a, ok := ev.fast(f.l)
 		if !ok || !isFastNumber(a) {
 			return nil, false
@@ -174,42 +244,28 @@ func (ev *Evaluator) fast(f *fastForm) (any, bool) {
 			return nil, false
 		}
 		return f.apply(a, b), true
-	}
-	path := f.path
-	var v any
-	switch f.root {
-	case "nodes":
-		if len(path) < 2 {
-			return nil, false
-		}
+	case formNodes:
 		var status string
-		var output any
 		var ok bool
 		if re, isRef := ev.env.(RefEnv); isRef {
-			status, output, ok = re.NodeRef(path[0], &f.ref)
+			status, v, ok = re.NodeRef(f.id, &f.ref)
 		} else {
-			status, output, ok = ev.env.Node(path[0])
+			status, v, ok = ev.env.Node(f.id)
 		}
 		if !ok {
 			return nil, false
 		}
-		switch path[1] {
-		case "status":
+		if f.field == fieldStatus {
 			v = status
-		case "output":
-			v = output
-		default:
-			return nil, false
 		}
-		path = path[2:]
-	case "input":
+	case formInput:
 		v = ev.env.Input()
-	case "execution":
+	case formExecution:
 		v = ev.env.Execution()
 	default:
 		return nil, false
 	}
-	for _, k := range path {
+	for _, k := range f.rest {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return nil, false

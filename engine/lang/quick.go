@@ -96,6 +96,7 @@ func compileQuick(src string) *compiled {
 	lf.settle(&l, lpath[:ln])
 	rf.settle(&r, rpath[:rn])
 	out.f = fastForm{op: op, apply: fastOps[op], l: lf, r: rf}
+	out.f.finish()
 	out.rc.init()
 	out.rc.addRef(lf)
 	out.rc.addRef(rf)
@@ -116,14 +117,14 @@ func compileQuick(src string) *compiled {
 // stack; were it from's, all of from would be taken to the heap.)
 func (f *fastForm) settle(from *fastForm, path []string) {
 	*f = fastForm{lit: from.lit, isLit: from.isLit, root: from.root}
-	if from.isLit {
-		return
-	}
-	if len(path) <= len(f.pathBuf) {
+	switch {
+	case from.isLit:
+	case len(path) <= len(f.pathBuf):
 		f.path = f.pathBuf[:copy(f.pathBuf[:], path)]
-		return
+	default:
+		f.path = slices.Clone(path)
 	}
-	f.path = slices.Clone(path)
+	f.finish()
 }
 
 // addRef records the names f reads as the tree walk (Visit) would: the
