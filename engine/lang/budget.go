@@ -625,8 +625,9 @@ type compiled struct {
 	secretWhy string
 	// expr is the Expression every use of the text gets once its names
 	// are checked where it sits: it depends on the text alone, so it is
-	// made once with the compilation, in the same allocation.
-	expr Expression
+	// made once with the compilation (fillExpr), beside its fast forms
+	// when it has them (see quickCompiled).
+	expr *Expression
 }
 
 // configs holds the compiler configurations compileBudgeted uses. expr

@@ -36,20 +36,32 @@ var (
 	typeFloat = reflect.TypeFor[float64]()
 )
 
-// quickCompiled is what compileQuick allocates, in one piece, for a
-// reference alone; quickCompiledOp for an operator and its operands. The
-// operands are read into forms on the stack first, so a text that is not
-// quick allocates nothing, and a reference alone does not carry two
-// operands' room: what is allocated per expression of a workflow never
-// seen is most of the compile's cost in memory.
+// quickCompiled is what compileQuick allocates for a reference alone,
+// quickCompiledOp for an operator and its operands, each in two pieces:
+// what compiling and checking read (the compilation and its names), and
+// quickHot or quickHotOp, what an evaluation reads (the Expression and its
+// forms). A request meets its workflow's forms out of the CPU's caches,
+// and evaluating one expression a node down a chain then waits on memory
+// for each line it reads: apart, the hot pieces of a workflow's
+// expressions, compiled in the order of its nodes, lie next to each other
+// and are read in that order, which the CPU fetches ahead (bench/BASELINE.md,
+// Round 16). The operands are read into forms on the stack first, so a
+// text that is not quick allocates nothing, and a reference alone does not
+// carry two operands' room: what is allocated per expression of a
+// workflow never seen is most of the compile's cost in memory.
 type quickCompiled struct {
 	c  compiled
 	rc refCollector
-	f  fastForm
 }
 
-type quickCompiledOp struct {
-	quickCompiled
+type quickHot struct {
+	e Expression
+	f fastForm
+}
+
+type quickHotOp struct {
+	e   Expression
+	f   fastForm
 	ops [2]fastForm
 }
 
@@ -69,11 +81,12 @@ func compileQuick(src string) *compiled {
 		if l.isLit {
 			return nil // a literal alone is typed by the checker
 		}
+		hot := &quickHot{}
+		hot.f.settle(&l, lpath[:ln])
 		out := &quickCompiled{}
-		out.f.settle(&l, lpath[:ln])
 		out.rc.init()
-		out.rc.addRef(&out.f)
-		out.c = compiled{src: src, fast: &out.f, refs: &out.rc, typ: typeAny}
+		out.rc.addRef(&hot.f)
+		out.c = compiled{src: src, fast: &hot.f, refs: &out.rc, typ: typeAny, expr: &hot.e}
 		return &out.c
 	}
 	op := q.operator()
@@ -91,12 +104,13 @@ func compileQuick(src string) *compiled {
 	if q.pos != len(src) || l.isLit && r.isLit || op == "+" && !l.isLit && !r.isLit {
 		return nil
 	}
-	out := &quickCompiledOp{}
-	lf, rf := &out.ops[0], &out.ops[1]
+	hot := &quickHotOp{}
+	lf, rf := &hot.ops[0], &hot.ops[1]
 	lf.settle(&l, lpath[:ln])
 	rf.settle(&r, rpath[:rn])
-	out.f = fastForm{op: op, apply: fastOps[op], l: lf, r: rf}
-	out.f.finish()
+	hot.f = fastForm{op: op, apply: fastOps[op], l: lf, r: rf}
+	hot.f.finish()
+	out := &quickCompiled{}
 	out.rc.init()
 	out.rc.addRef(lf)
 	out.rc.addRef(rf)
@@ -107,7 +121,7 @@ func compileQuick(src string) *compiled {
 	case "/":
 		typ = typeFloat
 	}
-	out.c = compiled{src: src, fast: &out.f, refs: &out.rc, typ: typ}
+	out.c = compiled{src: src, fast: &hot.f, refs: &out.rc, typ: typ, expr: &hot.e}
 	return &out.c
 }
 

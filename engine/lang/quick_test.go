@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // quickCorpus holds texts of the quick shapes and texts next to them that
@@ -119,5 +120,43 @@ func TestQuickMemo(t *testing.T) {
 		if err != nil || c.src != src || c.fast == nil || c.fast.path[0] != fmt.Sprintf("memo%d", i) {
 			t.Fatalf("%s: got %+v, %v", src, c, err)
 		}
+	}
+}
+
+// An evaluation of a quick text reads its Expression and its forms and
+// nothing else of the compilation: they are one piece of their own, the
+// forms right after the Expression, so that the pieces of a workflow's
+// expressions, compiled one after another, lie together (quickCompiled).
+func TestQuickHotPiece(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		size uintptr // the hot piece's size
+	}{
+		{"nodes.a.output", unsafe.Sizeof(quickHot{})},
+		{"nodes.a.output + 1", unsafe.Sizeof(quickHotOp{})},
+		{"input.a < input.b", unsafe.Sizeof(quickHotOp{})},
+	} {
+		c := compileQuick(tt.src)
+		if c == nil {
+			t.Fatalf("%q: not quick", tt.src)
+		}
+		c.fillExpr()
+		e, f := uintptr(unsafe.Pointer(c.expr)), uintptr(unsafe.Pointer(c.fast))
+		if f != e+unsafe.Offsetof(quickHot{}.f) {
+			t.Errorf("%q: the fast form is %d bytes from the Expression, want %d (right after it)", tt.src, int64(f-e), unsafe.Offsetof(quickHot{}.f))
+		}
+		if c.expr.fast != c.fast {
+			t.Errorf("%q: the Expression's fast form is not the compilation's", tt.src)
+		}
+		for name, p := range map[string]uintptr{"compilation": uintptr(unsafe.Pointer(c)), "names": uintptr(unsafe.Pointer(c.refs))} {
+			if p >= e && p < e+tt.size {
+				t.Errorf("%q: the %s lies in the hot piece", tt.src, name)
+			}
+		}
+	}
+	// What an operator's evaluation reads fits in 768 bytes (one size
+	// class), down from the 1,280 of compilation, names and forms together.
+	if n := unsafe.Sizeof(quickHotOp{}); n > 768 {
+		t.Errorf("quickHotOp is %d bytes, want at most 768", n)
 	}
 }
