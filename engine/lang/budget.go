@@ -671,7 +671,7 @@ func compileBudgeted(src string, fast bool) (*compiled, error) {
 	f := (*fastForm)(nil)
 	if fast {
 		f = fastFormOf(tree.Node)
-		if f != nil && f.op == "" {
+		if f != nil && f.kind != formOp {
 			return &compiled{src: src, fast: f, refs: c, typ: typ, secretWhy: secretWhy}, nil
 		}
 	}

@@ -3,6 +3,7 @@ package lang
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -21,35 +22,45 @@ import (
 // program instead, compiled on first need, so that results and errors stay
 // exactly the VM's.
 
-// fastForm is an expression evaluated without the VM.
-//
-// An evaluation reads only the fields before isLit, which finish derives
-// from those after: a request meets the forms of its workflow out of the
+// fastForm is an expression evaluated without the VM: only what an
+// evaluation reads. A request meets the forms of its workflow out of the
 // CPU's caches (the client, the kernel and other work ran since the last
 // one), and each cache line an evaluation touches then costs a read from
-// memory. Evaluating nodes.<id>.output + 1 so reads the three forms' first
-// lines and not the text its names were sliced from (bench/BASELINE.md,
-// Round 15).
+// memory (bench/BASELINE.md, Rounds 15 and 16). So what a form is made of
+// (its root, path and operator: formSrc) stays with the parser, and a form
+// holds what its evaluation does, worked out once when it is made (make).
 type fastForm struct {
 	kind  formKind
 	field stateField // of a formNodes: the field of the node's state read
-	// ref is where a RefEnv last found the node a formNodes reads (0:
-	// nowhere yet). The form is shared by every workflow with the same
-	// text, so the Env must check what it reads back.
-	ref  atomic.Uint64
-	id   string   // of a formNodes: the node's id
-	rest []string // fields read by name after the root (and a node's field)
+	op    fastOp     // of a formOp: its operator, for apply
+	// Each kind's fields lie together after kind, an operator's first and
+	// a literal's next, so that each reads as few lines as it can.
+	//
 	// apply, for a formOp, is the binary operator applied to l and r
 	// (its fastOps function, looked up once when the form is made).
 	apply func(a, b any) any
 	l, r  *fastForm
 	lit   any
+	// ref is where a RefEnv last found the node a formNodes reads (0:
+	// nowhere yet). The form is shared by every workflow with the same
+	// text, so the Env must check what it reads back.
+	ref  atomic.Uint64
+	rest []string // fields read by name after the root (and a node's field)
+	id   string   // of a formNodes: the node's id, read when ref is not its
+	// restBuf holds rest when it is one field, as most are: a form
+	// costs no allocation of its own for it.
+	restBuf [1]string
+}
 
-	// What the form is made of.
-	isLit   bool
-	root    string   // a name in the environment
-	path    []string // fields read by name, in order
-	op      string   // the operator of a formOp
+// formSrc is what a fast form is made of, as the parser reads it (from
+// expr's tree, fill, or from the text, quickParser): a literal, or a root
+// and the fields read from it by name, in order.
+type formSrc struct {
+	lit   any
+	isLit bool
+	root  string // a name in the environment
+	path  []string
+	// pathBuf holds short paths, on the reader's stack.
 	pathBuf [3]string
 }
 
@@ -73,30 +84,62 @@ const (
 	fieldStatus
 )
 
-// finish derives what an evaluation reads from what f is made of: its
-// kind and, for a reference, the fields read past its root.
-func (f *fastForm) finish() {
-	switch {
-	case f.isLit:
-		f.kind = formLit
-	case f.op != "":
-		f.kind = formOp
-	case f.root == "nodes":
-		if len(f.path) < 2 || f.path[1] != "output" && f.path[1] != "status" {
-			f.kind = formVM
-			return
+// fastOp is a formOp's operator: an index into fastOpNames, the same
+// order as fastOps' keys are listed there.
+type fastOp uint8
+
+// fastOpNames are the operators fast forms apply, by fastOp.
+var fastOpNames = [...]string{"+", "-", "*", "/", "<", ">", "<=", ">="}
+
+// opOf returns the fastOp named op, and false for an operator fast forms
+// do not apply.
+func opOf(op string) (fastOp, bool) {
+	for i, name := range fastOpNames {
+		if name == op {
+			return fastOp(i), true
 		}
-		f.kind, f.id, f.rest = formNodes, f.path[0], f.path[2:]
-		if f.path[1] == "status" {
+	}
+	return 0, false
+}
+
+// make makes f the form of s, whose path is path (s.path, or the reader's
+// copy of it): its kind and, for a reference, the fields read past its
+// root. Nothing of s's own storage is kept: the fields are copied into f's
+// buffer when they fit, else into a slice of their own.
+func (f *fastForm) make(s *formSrc, path []string) {
+	*f = fastForm{}
+	switch {
+	case s.isLit:
+		f.kind, f.lit = formLit, s.lit
+		return
+	case s.root == "nodes":
+		if len(path) < 2 || path[1] != "output" && path[1] != "status" {
+			return // formVM
+		}
+		f.kind, f.id = formNodes, path[0]
+		if path[1] == "status" {
 			f.field = fieldStatus
 		}
-	case f.root == "input":
-		f.kind, f.rest = formInput, f.path
-	case f.root == "execution":
-		f.kind, f.rest = formExecution, f.path
+		path = path[2:]
+	case s.root == "input":
+		f.kind = formInput
+	case s.root == "execution":
+		f.kind = formExecution
 	default:
-		f.kind = formVM
+		return // formVM
 	}
+	switch {
+	case len(path) == 0:
+	case len(path) <= len(f.restBuf):
+		f.rest = f.restBuf[:copy(f.restBuf[:], path)]
+	default:
+		f.rest = slices.Clone(path)
+	}
+}
+
+// makeOp makes f the operator op applied to l and r.
+func (f *fastForm) makeOp(op fastOp, l, r *fastForm) {
+	*f = fastForm{kind: formOp, op: op, apply: fastOps[fastOpNames[op]], l: l, r: r}
 }
 
 // fastOps are the binary operators a fast form applies, when both operands
@@ -120,50 +163,53 @@ func fastFormOf(n ast.Node) *fastForm {
 }
 
 // fill makes f the fast form of n, reporting false when n has none. The
-// operands of an operator are allocated together, and short paths are
-// held in f: a form costs an allocation or two, once per source text.
+// operands of an operator are allocated together: a form costs an
+// allocation or two, once per source text.
 func (f *fastForm) fill(n ast.Node) bool {
-	if !f.read(n) {
-		return false
-	}
-	f.finish()
-	return true
-}
-
-// read makes f what the fast form of n is made of (see fill).
-func (f *fastForm) read(n ast.Node) bool {
-	switch v := n.(type) {
-	case *ast.NilNode:
-		*f = fastForm{isLit: true}
-		return true
-	case *ast.BoolNode:
-		*f = fastForm{lit: v.Value, isLit: true}
-		return true
-	case *ast.StringNode:
-		*f = fastForm{lit: v.Value, isLit: true}
-		return true
-	case *ast.FloatNode:
-		*f = fastForm{lit: v.Value, isLit: true}
-		return true
-	case *ast.IntegerNode:
-		if t := v.Type(); t == nil || t.Kind() != reflect.Int {
-			return false
-		}
-		*f = fastForm{lit: v.Value, isLit: true}
-		return true
-	case *ast.BinaryNode:
-		apply := fastOps[v.Operator]
-		if apply == nil {
+	if v, ok := n.(*ast.BinaryNode); ok {
+		op, ok := opOf(v.Operator)
+		if !ok {
 			return false
 		}
 		operands := new([2]fastForm)
 		l, r := &operands[0], &operands[1]
 		// Operations on literals alone are folded by the optimizer: leave
 		// them to it.
-		if !l.fill(v.Left) || !r.fill(v.Right) || l.isLit && r.isLit {
+		if !l.fill(v.Left) || !r.fill(v.Right) || l.kind == formLit && r.kind == formLit {
 			return false
 		}
-		*f = fastForm{op: v.Operator, apply: apply, l: l, r: r}
+		f.makeOp(op, l, r)
+		return true
+	}
+	var s formSrc
+	if !s.read(n) {
+		return false
+	}
+	f.make(&s, s.path)
+	return true
+}
+
+// read makes s what the fast form of n, a literal or a reference, is made
+// of (see fill).
+func (s *formSrc) read(n ast.Node) bool {
+	switch v := n.(type) {
+	case *ast.NilNode:
+		*s = formSrc{isLit: true}
+		return true
+	case *ast.BoolNode:
+		*s = formSrc{lit: v.Value, isLit: true}
+		return true
+	case *ast.StringNode:
+		*s = formSrc{lit: v.Value, isLit: true}
+		return true
+	case *ast.FloatNode:
+		*s = formSrc{lit: v.Value, isLit: true}
+		return true
+	case *ast.IntegerNode:
+		if t := v.Type(); t == nil || t.Kind() != reflect.Int {
+			return false
+		}
+		*s = formSrc{lit: v.Value, isLit: true}
 		return true
 	}
 	// The path is filled from its end: the tree holds the last field
@@ -172,9 +218,9 @@ func (f *fastForm) read(n ast.Node) bool {
 	for m, ok := n.(*ast.MemberNode); ok; m, ok = m.Node.(*ast.MemberNode) {
 		depth++
 	}
-	*f = fastForm{}
-	path := f.pathBuf[:0]
-	if depth > len(f.pathBuf) {
+	*s = formSrc{}
+	path := s.pathBuf[:0]
+	if depth > len(s.pathBuf) {
 		path = make([]string, depth)
 	} else {
 		path = path[:depth]
@@ -187,7 +233,7 @@ func (f *fastForm) read(n ast.Node) bool {
 			if strings.HasPrefix(v.Value, "$") {
 				return false
 			}
-			f.root, f.path = v.Value, path
+			s.root, s.path = v.Value, path
 			return true
 		case *ast.MemberNode:
 			prop, ok := v.Property.(*ast.StringNode)

@@ -69,7 +69,7 @@ type quickHotOp struct {
 // returns nil otherwise.
 func compileQuick(src string) *compiled {
 	q := quickParser{src: src}
-	var l, r fastForm
+	var l, r formSrc
 	var lpath, rpath [8]string
 	q.space()
 	ln, ok := q.operand(&l, &lpath)
@@ -82,15 +82,15 @@ func compileQuick(src string) *compiled {
 			return nil // a literal alone is typed by the checker
 		}
 		hot := &quickHot{}
-		hot.f.settle(&l, lpath[:ln])
+		hot.f.make(&l, lpath[:ln])
 		out := &quickCompiled{}
 		out.rc.init()
-		out.rc.addRef(&hot.f)
+		out.rc.addRef(&l, lpath[:ln])
 		out.c = compiled{src: src, fast: &hot.f, refs: &out.rc, typ: typeAny, expr: &hot.e}
 		return &out.c
 	}
-	op := q.operator()
-	if op == "" {
+	op, ok := opOf(q.operator())
+	if !ok {
 		return nil
 	}
 	q.space()
@@ -101,21 +101,20 @@ func compileQuick(src string) *compiled {
 	q.space()
 	// Literals alone are folded by expr's optimizer, and + on two
 	// references may concatenate strings, which the budget patch charges.
-	if q.pos != len(src) || l.isLit && r.isLit || op == "+" && !l.isLit && !r.isLit {
+	if q.pos != len(src) || l.isLit && r.isLit || fastOpNames[op] == "+" && !l.isLit && !r.isLit {
 		return nil
 	}
 	hot := &quickHotOp{}
 	lf, rf := &hot.ops[0], &hot.ops[1]
-	lf.settle(&l, lpath[:ln])
-	rf.settle(&r, rpath[:rn])
-	hot.f = fastForm{op: op, apply: fastOps[op], l: lf, r: rf}
-	hot.f.finish()
+	lf.make(&l, lpath[:ln])
+	rf.make(&r, rpath[:rn])
+	hot.f.makeOp(op, lf, rf)
 	out := &quickCompiled{}
 	out.rc.init()
-	out.rc.addRef(lf)
-	out.rc.addRef(rf)
+	out.rc.addRef(&l, lpath[:ln])
+	out.rc.addRef(&r, rpath[:rn])
 	typ := typeAny
-	switch op {
+	switch fastOpNames[op] {
 	case "<", ">", "<=", ">=":
 		typ = typeBool
 	case "/":
@@ -125,44 +124,27 @@ func compileQuick(src string) *compiled {
 	return &out.c
 }
 
-// settle makes f the operand from, read by quickParser.operand, with its
-// fields path given a path of f's own: in its buffer when it fits, as
-// fill does, else in a copy. (path is in the parser's buffers, on the
-// stack; were it from's, all of from would be taken to the heap.)
-func (f *fastForm) settle(from *fastForm, path []string) {
-	*f = fastForm{lit: from.lit, isLit: from.isLit, root: from.root}
-	switch {
-	case from.isLit:
-	case len(path) <= len(f.pathBuf):
-		f.path = f.pathBuf[:copy(f.pathBuf[:], path)]
-	default:
-		f.path = slices.Clone(path)
-	}
-	f.finish()
-}
-
-// addRef records the names f reads as the tree walk (Visit) would: the
-// root, then each member from the innermost out.
-func (c *refCollector) addRef(f *fastForm) {
-	if f.isLit {
+// addRef records the names s reads, its fields p, as the tree walk
+// (Visit) would: the root, then each member from the innermost out.
+func (c *refCollector) addRef(s *formSrc, p []string) {
+	if s.isLit {
 		return
 	}
-	if !slices.Contains(c.roots, f.root) {
-		c.roots = append(c.roots, f.root)
+	if !slices.Contains(c.roots, s.root) {
+		c.roots = append(c.roots, s.root)
 	}
-	if f.root == "nodes" {
+	if s.root == "nodes" {
 		c.nodesUses++
 	}
-	p := f.path
 	if len(p) >= 1 {
-		switch f.root {
+		switch s.root {
 		case "nodes":
 			c.nodeRefs = append(c.nodeRefs, p[0])
 		case "input":
 			c.inputRefs = append(c.inputRefs, p[0])
 		}
 	}
-	if f.root != "nodes" {
+	if s.root != "nodes" {
 		return
 	}
 	if len(p) >= 2 {
@@ -203,14 +185,14 @@ func (q *quickParser) space() {
 	}
 }
 
-// operand reads a reference or a number into f, and the reference's n
-// fields into path, for settle to give f.
-func (q *quickParser) operand(f *fastForm, path *[8]string) (n int, ok bool) {
+// operand reads a reference or a number into s, and the reference's n
+// fields into path.
+func (q *quickParser) operand(s *formSrc, path *[8]string) (n int, ok bool) {
 	if q.pos >= len(q.src) {
 		return 0, false
 	}
 	if c := q.src[q.pos]; c >= '0' && c <= '9' {
-		return 0, q.number(f)
+		return 0, q.number(s)
 	}
 	root := q.ident()
 	if !quickRoots[root] {
@@ -228,7 +210,7 @@ func (q *quickParser) operand(f *fastForm, path *[8]string) (n int, ok bool) {
 	if q.pos < len(q.src) && !quickStop(q.src[q.pos]) {
 		return 0, false
 	}
-	*f = fastForm{root: root}
+	*s = formSrc{root: root}
 	return n, true
 }
 
@@ -248,7 +230,7 @@ func (q *quickParser) ident() string {
 
 // number reads a decimal integer that fits an int, or digits.digits; the
 // other spellings expr accepts (0x, 1_000, 1e3, a leading 0) are left to it.
-func (q *quickParser) number(f *fastForm) bool {
+func (q *quickParser) number(s *formSrc) bool {
 	start := q.pos
 	for q.pos < len(q.src) && q.src[q.pos] >= '0' && q.src[q.pos] <= '9' {
 		q.pos++
@@ -278,7 +260,7 @@ func (q *quickParser) number(f *fastForm) bool {
 		if err != nil {
 			return false
 		}
-		*f = fastForm{lit: v, isLit: true}
+		*s = formSrc{lit: v, isLit: true}
 		return true
 	}
 	if digits > 18 {
@@ -288,7 +270,7 @@ func (q *quickParser) number(f *fastForm) bool {
 	if err != nil {
 		return false
 	}
-	*f = fastForm{lit: v, isLit: true}
+	*s = formSrc{lit: v, isLit: true}
 	return true
 }
 

@@ -85,16 +85,30 @@ func checkQuickAgrees(t *testing.T, src string) bool {
 }
 
 func describeFast(f *fastForm) string {
-	if f.isLit {
+	if len(f.rest) > 0 && len(f.rest) <= len(f.restBuf) && &f.rest[0] != &f.restBuf[0] {
+		return "rest outside its form"
+	}
+	rest := ""
+	if len(f.rest) > 0 {
+		rest = "." + strings.Join(f.rest, ".")
+	}
+	switch f.kind {
+	case formLit:
 		return fmt.Sprintf("lit(%T %v)", f.lit, f.lit)
+	case formOp:
+		return fmt.Sprintf("(%s %s %s)", describeFast(f.l), fastOpNames[f.op], describeFast(f.r))
+	case formNodes:
+		field := "output"
+		if f.field == fieldStatus {
+			field = "status"
+		}
+		return "nodes." + f.id + "." + field + rest
+	case formInput:
+		return "input" + rest
+	case formExecution:
+		return "execution" + rest
 	}
-	if f.op != "" {
-		return fmt.Sprintf("(%s %s %s)", describeFast(f.l), f.op, describeFast(f.r))
-	}
-	if len(f.path) <= len(f.pathBuf) && len(f.path) > 0 && &f.path[0] != &f.pathBuf[0] {
-		return "path outside its form"
-	}
-	return f.root + "." + strings.Join(f.path, ".")
+	return "vm"
 }
 
 func describeRefs(c *refCollector) string {
@@ -117,7 +131,7 @@ func TestQuickMemo(t *testing.T) {
 	for i := range 3 * len(quickMemo) {
 		src := fmt.Sprintf("input.memo%d", i)
 		c, err := compileProgram(src)
-		if err != nil || c.src != src || c.fast == nil || c.fast.path[0] != fmt.Sprintf("memo%d", i) {
+		if err != nil || c.src != src || c.fast == nil || c.fast.rest[0] != fmt.Sprintf("memo%d", i) {
 			t.Fatalf("%s: got %+v, %v", src, c, err)
 		}
 	}
@@ -154,9 +168,24 @@ func TestQuickHotPiece(t *testing.T) {
 			}
 		}
 	}
-	// What an operator's evaluation reads fits in 768 bytes (one size
+	// What an operator's evaluation reads fits in 480 bytes (one size
 	// class), down from the 1,280 of compilation, names and forms together.
-	if n := unsafe.Sizeof(quickHotOp{}); n > 768 {
-		t.Errorf("quickHotOp is %d bytes, want at most 768", n)
+	if n := unsafe.Sizeof(quickHotOp{}); n > 480 {
+		t.Errorf("quickHotOp is %d bytes, want at most 480", n)
+	}
+}
+
+// fastOpNames lists the operators of fastOps, each once.
+func TestFastOpNames(t *testing.T) {
+	if len(fastOpNames) != len(fastOps) {
+		t.Errorf("%d names for %d operators", len(fastOpNames), len(fastOps))
+	}
+	for i, name := range fastOpNames {
+		if op, ok := opOf(name); !ok || int(op) != i || fastOps[name] == nil {
+			t.Errorf("%q: opOf gives %d, %v; fastOps has it: %v", name, op, ok, fastOps[name] != nil)
+		}
+	}
+	if _, ok := opOf("=="); ok {
+		t.Error(`opOf("==") is an operator fast forms apply`)
 	}
 }
