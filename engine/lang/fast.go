@@ -28,7 +28,7 @@ import (
 // one), and each cache line an evaluation touches then costs a read from
 // memory (bench/BASELINE.md, Rounds 15 and 16). So what a form is made of
 // (its root, path and operator: formSrc) stays with the parser, and a form
-// holds what its evaluation does, worked out once when it is made (make).
+// holds what its evaluation does, worked out once when it is built (build).
 type fastForm struct {
 	kind  formKind
 	field stateField // of a formNodes: the field of the node's state read
@@ -102,11 +102,11 @@ func opOf(op string) (fastOp, bool) {
 	return 0, false
 }
 
-// make makes f the form of s, whose path is path (s.path, or the reader's
+// build makes f the form of s, whose path is path (s.path, or the reader's
 // copy of it): its kind and, for a reference, the fields read past its
 // root. Nothing of s's own storage is kept: the fields are copied into f's
 // buffer when they fit, else into a slice of their own.
-func (f *fastForm) make(s *formSrc, path []string) {
+func (f *fastForm) build(s *formSrc, path []string) {
 	*f = fastForm{}
 	switch {
 	case s.isLit:
@@ -137,8 +137,8 @@ func (f *fastForm) make(s *formSrc, path []string) {
 	}
 }
 
-// makeOp makes f the operator op applied to l and r.
-func (f *fastForm) makeOp(op fastOp, l, r *fastForm) {
+// buildOp makes f the operator op applied to l and r.
+func (f *fastForm) buildOp(op fastOp, l, r *fastForm) {
 	*f = fastForm{kind: formOp, op: op, apply: fastOps[fastOpNames[op]], l: l, r: r}
 }
 
@@ -178,14 +178,14 @@ func (f *fastForm) fill(n ast.Node) bool {
 		if !l.fill(v.Left) || !r.fill(v.Right) || l.kind == formLit && r.kind == formLit {
 			return false
 		}
-		f.makeOp(op, l, r)
+		f.buildOp(op, l, r)
 		return true
 	}
 	var s formSrc
 	if !s.read(n) {
 		return false
 	}
-	f.make(&s, s.path)
+	f.build(&s, s.path)
 	return true
 }
 

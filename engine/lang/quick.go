@@ -36,19 +36,19 @@ var (
 	typeFloat = reflect.TypeFor[float64]()
 )
 
-// quickCompiled is what compileQuick allocates for a reference alone,
-// quickCompiledOp for an operator and its operands, each in two pieces:
-// what compiling and checking read (the compilation and its names), and
-// quickHot or quickHotOp, what an evaluation reads (the Expression and its
-// forms). A request meets its workflow's forms out of the CPU's caches,
-// and evaluating one expression a node down a chain then waits on memory
-// for each line it reads: apart, the hot pieces of a workflow's
-// expressions, compiled in the order of its nodes, lie next to each other
-// and are read in that order, which the CPU fetches ahead (bench/BASELINE.md,
-// Round 16). The operands are read into forms on the stack first, so a
-// text that is not quick allocates nothing, and a reference alone does not
-// carry two operands' room: what is allocated per expression of a
-// workflow never seen is most of the compile's cost in memory.
+// compileQuick allocates two pieces: quickCompiled, what compiling and
+// checking read (the compilation and its names), and what an evaluation
+// reads, the Expression and its forms: quickHot for a reference alone,
+// quickHotOp for an operator and its operands. A request meets its
+// workflow's forms out of the CPU's caches, and evaluating one expression
+// a node down a chain then waits on memory for each line it reads: apart,
+// the hot pieces of a workflow's expressions, compiled in the order of its
+// nodes, lie next to each other and are read in that order, which the CPU
+// fetches ahead (bench/BASELINE.md, Round 16). The operands are read on
+// the stack first (formSrc), so a text that is not quick allocates
+// nothing, and a reference alone does not carry two operands' room: what
+// is allocated per expression of a workflow never seen is most of the
+// compile's cost in memory.
 type quickCompiled struct {
 	c  compiled
 	rc refCollector
@@ -82,7 +82,7 @@ func compileQuick(src string) *compiled {
 			return nil // a literal alone is typed by the checker
 		}
 		hot := &quickHot{}
-		hot.f.make(&l, lpath[:ln])
+		hot.f.build(&l, lpath[:ln])
 		out := &quickCompiled{}
 		out.rc.init()
 		out.rc.addRef(&l, lpath[:ln])
@@ -106,9 +106,9 @@ func compileQuick(src string) *compiled {
 	}
 	hot := &quickHotOp{}
 	lf, rf := &hot.ops[0], &hot.ops[1]
-	lf.make(&l, lpath[:ln])
-	rf.make(&r, rpath[:rn])
-	hot.f.makeOp(op, lf, rf)
+	lf.build(&l, lpath[:ln])
+	rf.build(&r, rpath[:rn])
+	hot.f.buildOp(op, lf, rf)
 	out := &quickCompiled{}
 	out.rc.init()
 	out.rc.addRef(&l, lpath[:ln])
