@@ -36,8 +36,8 @@ type fastForm struct {
 	// Each kind's fields lie together after kind, an operator's first and
 	// a literal's next, so that each reads as few lines as it can.
 	//
-	// apply, for a formOp, is the binary operator applied to l and r
-	// (its fastOps function, looked up once when the form is made).
+	// apply, for a formOp, is fastOps[op].apply, kept here so that an
+	// evaluation reads it from the form's line rather than the table's.
 	apply func(a, b any) any
 	l, r  *fastForm
 	lit   any
@@ -46,7 +46,7 @@ type fastForm struct {
 	// text, so the Env must check what it reads back.
 	ref  atomic.Uint64
 	rest []string // fields read by name after the root (and a node's field)
-	id   string   // of a formNodes: the node's id, read when ref is not its
+	id   string   // of a formNodes: the node's id, looked up when ref does not hold it
 	// restBuf holds rest when it is one field, as most are: a form
 	// costs no allocation of its own for it.
 	restBuf [1]string
@@ -84,18 +84,14 @@ const (
 	fieldStatus
 )
 
-// fastOp is a formOp's operator: an index into fastOpNames, the same
-// order as fastOps' keys are listed there.
+// fastOp is a formOp's operator: its index in fastOps.
 type fastOp uint8
-
-// fastOpNames are the operators fast forms apply, by fastOp.
-var fastOpNames = [...]string{"+", "-", "*", "/", "<", ">", "<=", ">="}
 
 // opOf returns the fastOp named op, and false for an operator fast forms
 // do not apply.
 func opOf(op string) (fastOp, bool) {
-	for i, name := range fastOpNames {
-		if name == op {
+	for i, o := range fastOps {
+		if o.name == op {
 			return fastOp(i), true
 		}
 	}
@@ -139,7 +135,7 @@ func (f *fastForm) build(s *formSrc, path []string) {
 
 // buildOp makes f the operator op applied to l and r.
 func (f *fastForm) buildOp(op fastOp, l, r *fastForm) {
-	*f = fastForm{kind: formOp, op: op, apply: fastOps[fastOpNames[op]], l: l, r: r}
+	*f = fastForm{kind: formOp, op: op, apply: fastOps[op].apply, l: l, r: r}
 }
 
 // fastOps are the binary operators a fast form applies, when both operands
@@ -147,10 +143,14 @@ func (f *fastForm) buildOp(op fastOp, l, r *fastForm) {
 // on): on numbers they take constant time and cannot fail, and anything
 // else (a string to concatenate, a missing value) is left to the VM, its
 // budget and its errors.
-var fastOps = map[string]func(a, b any) any{
-	"+": runtime.Add, "-": runtime.Subtract, "*": runtime.Multiply, "/": func(a, b any) any { return runtime.Divide(a, b) },
-	"<": func(a, b any) any { return runtime.Less(a, b) }, ">": func(a, b any) any { return runtime.More(a, b) },
-	"<=": func(a, b any) any { return runtime.LessOrEqual(a, b) }, ">=": func(a, b any) any { return runtime.MoreOrEqual(a, b) },
+var fastOps = [...]struct {
+	name  string
+	apply func(a, b any) any
+}{
+	{"+", runtime.Add}, {"-", runtime.Subtract}, {"*", runtime.Multiply},
+	{"/", func(a, b any) any { return runtime.Divide(a, b) }},
+	{"<", func(a, b any) any { return runtime.Less(a, b) }}, {">", func(a, b any) any { return runtime.More(a, b) }},
+	{"<=", func(a, b any) any { return runtime.LessOrEqual(a, b) }}, {">=", func(a, b any) any { return runtime.MoreOrEqual(a, b) }},
 }
 
 // fastFormOf returns the fast form of a checked tree, or nil.

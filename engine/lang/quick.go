@@ -101,7 +101,7 @@ func compileQuick(src string) *compiled {
 	q.space()
 	// Literals alone are folded by expr's optimizer, and + on two
 	// references may concatenate strings, which the budget patch charges.
-	if q.pos != len(src) || l.isLit && r.isLit || fastOpNames[op] == "+" && !l.isLit && !r.isLit {
+	if q.pos != len(src) || l.isLit && r.isLit || fastOps[op].name == "+" && !l.isLit && !r.isLit {
 		return nil
 	}
 	hot := &quickHotOp{}
@@ -114,7 +114,7 @@ func compileQuick(src string) *compiled {
 	out.rc.addRef(&l, lpath[:ln])
 	out.rc.addRef(&r, rpath[:rn])
 	typ := typeAny
-	switch fastOpNames[op] {
+	switch fastOps[op].name {
 	case "<", ">", "<=", ">=":
 		typ = typeBool
 	case "/":

@@ -96,7 +96,7 @@ func describeFast(f *fastForm) string {
 	case formLit:
 		return fmt.Sprintf("lit(%T %v)", f.lit, f.lit)
 	case formOp:
-		return fmt.Sprintf("(%s %s %s)", describeFast(f.l), fastOpNames[f.op], describeFast(f.r))
+		return fmt.Sprintf("(%s %s %s)", describeFast(f.l), fastOps[f.op].name, describeFast(f.r))
 	case formNodes:
 		field := "output"
 		if f.field == fieldStatus {
@@ -175,14 +175,11 @@ func TestQuickHotPiece(t *testing.T) {
 	}
 }
 
-// fastOpNames lists the operators of fastOps, each once.
+// opOf finds each operator of fastOps at its own index.
 func TestFastOpNames(t *testing.T) {
-	if len(fastOpNames) != len(fastOps) {
-		t.Errorf("%d names for %d operators", len(fastOpNames), len(fastOps))
-	}
-	for i, name := range fastOpNames {
-		if op, ok := opOf(name); !ok || int(op) != i || fastOps[name] == nil {
-			t.Errorf("%q: opOf gives %d, %v; fastOps has it: %v", name, op, ok, fastOps[name] != nil)
+	for i, o := range fastOps {
+		if op, ok := opOf(o.name); !ok || int(op) != i || o.apply == nil {
+			t.Errorf("%q: opOf gives %d, %v; it has a function: %v", o.name, op, ok, o.apply != nil)
 		}
 	}
 	if _, ok := opOf("=="); ok {
