@@ -11,6 +11,10 @@ import (
 // quickCorpus holds texts of the quick shapes and texts next to them that
 // are not: both kinds must agree with expr.
 var quickCorpus = []string{
+	// A form keeps a one-field rest in its own buffer and a longer one in
+	// a slice of its own, never the parser's (describeFast checks it).
+	"nodes.a.output.k", "nodes.a.output.x.y.z.w + 1", "nodes.a.status.x", "2 * nodes.a.output.x.y",
+	"execution.id.x.y", "input.a.b.c.d.e.f.g < input.h",
 	"nodes.a.output", "nodes.a.output + 1", "1 + nodes.a.output", "input.x", "input.x.y.z.w",
 	"input.a.b.c.d.e.f.g.h.i", "nodes.a.output + 1.5", "nodes.a.output * 2 /* c */",
 	"input.a + input.b", "input.a - input.b", "input.a < 3", "input.a <= 3", "input.a >= input.b",
@@ -74,6 +78,11 @@ func checkQuickAgrees(t *testing.T, src string) bool {
 	}
 	if got, want := describeFast(q.fast), describeFast(full.fast); got != want {
 		t.Errorf("%.100q: fast form\n quick %s\n expr  %s", src, got, want)
+	}
+	for _, d := range []string{describeFast(q.fast), describeFast(full.fast)} {
+		if strings.Contains(d, "outside its form") {
+			t.Errorf("%.100q: a form's rest is not its own: %s", src, d)
+		}
 	}
 	if q.typ != full.typ {
 		t.Errorf("%.100q: type quick %v, expr %v", src, q.typ, full.typ)
