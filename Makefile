@@ -156,8 +156,10 @@ bench:
 
 ## bench-compare: the runner over HTTP (curl-timed, local server) against
 ## cloudwego/eino in process, on the same shapes in one run, with the
-## engine's own figure (BenchmarkInProcess) and the floor (bench/floor, a
-## server that only carries bytes): bench/compare.sh, RUNS, WARM, OUTDIR and
+## engine's own figure (BenchmarkInProcess), the floor (bench/floor, a
+## server that only carries bytes) and the upload (bench/floor taking each
+## shape's body, answering a one-node stream) with the bound it sets on
+## HTTP / engine: bench/compare.sh, RUNS, WARM, OUTDIR and
 ## CONN (keep: one kept-alive connection; new: one per request) as there.
 ## bench/eino is a module of its own: eino is downloaded
 ## only here, never by make test or lint.

@@ -21,6 +21,13 @@
 #                    the same rounds: what loopback and curl cost alone
 #   engine+floor     (engine + floor) / engine: the HTTP / engine of a
 #                    server that ran the engine, then sent its stream
+#   upload           bench/floor answering the shape's body with the short
+#                    stream of a one-node workflow (four lines): the
+#                    request's fixed cost and the body's upload, which
+#                    come before any server can start the engine
+#   bound            (engine + upload) / engine: the least HTTP/engine of
+#                    any server on this machine, one whose stream cost
+#                    nothing and overlapped the engine whole
 #   HTTP / evicted   curl's time over BenchmarkInProcess's evicted variant:
 #                    the engine on the same text with the CPU's caches
 #                    emptied before each run, as a request over HTTP meets
@@ -105,6 +112,9 @@ fanout() {
 	}'
 }
 chain 1000 >"$tmp/chain1000.json"
+# One node: its stream (recorded below) is what the floor answers to time
+# a shape's upload.
+chain 1 >"$tmp/tiny.json"
 fanout 1000 >"$tmp/fanout1000.json"
 chain 10000 >"$tmp/chain10000.json"
 
@@ -152,7 +162,7 @@ completed() {
 # server that did its work and then sent its stream, one after the other,
 # would take.
 mkdir -p "$tmp/streams"
-for s in chain1000 fanout1000 chain10000; do
+for s in tiny chain1000 fanout1000 chain10000; do
 	curl -sS -o "$tmp/streams/$s.ndjson" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
 		--data-binary @"$tmp/$s.json" "${url[head]}/v1/executions"
 	completed head "$s" "$tmp/streams/$s.ndjson"
@@ -165,19 +175,27 @@ servers="$servers floor"
 # keepalive SERVER: one curl, one connection: an untimed GET of the
 # capabilities opens it, then every shape twice, back to back; prints
 # "idle/shape seconds" for the first of each pair and "shape seconds" for
-# the second (see "Each shape twice" above).
+# the second (see "Each shape twice" above). The floor then answers each
+# shape's body twice more with the one-node stream: "up/shape seconds"
+# for the second.
 # curl's exit status is checked: a transfer that fails prints nothing.
 keepalive() {
 	{
 		printf 'url = "%s/v1/capabilities"\nheader = "Authorization: Bearer %s"\noutput = "/dev/null"\n' "${url[$1]}" "$token"
-		for s in chain1000 fanout1000 chain10000; do
-			for k in idle/$s $s; do
-				q=
-				[ "$1" = floor ] && q="?shape=$s"
-				printf 'next\nurl = "%s/v1/executions%s"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$q" "$token"
-				printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$out/out.${k/\//.}"
-				printf 'write-out = "%s %%{time_total} %%{num_connects}\\n"\n' "$k"
-			done
+		keys=
+		for s in chain1000 fanout1000 chain10000; do keys="$keys idle/$s $s"; done
+		if [ "$1" = floor ]; then
+			for s in chain1000 fanout1000 chain10000; do keys="$keys idleup/$s up/$s"; done
+		fi
+		for k in $keys; do
+			s=${k#*/}
+			q=
+			if [ "$1" = floor ]; then
+				case $k in *up/*) q="?shape=tiny" ;; *) q="?shape=$s" ;; esac
+			fi
+			printf 'next\nurl = "%s/v1/executions%s"\nheader = "Authorization: Bearer %s"\n' "${url[$1]}" "$q" "$token"
+			printf 'header = "Content-Type: application/json"\ndata-binary = "@%s"\noutput = "%s"\n' "$tmp/$s.json" "$out/out.${k/\//.}"
+			printf 'write-out = "%s %%{time_total} %%{num_connects}\\n"\n' "$k"
 		done
 	} >"$tmp/curl.cfg"
 	curl -sS -K "$tmp/curl.cfg" >"$tmp/keep.out"
@@ -208,11 +226,17 @@ for i in $(seq $((WARM + RUNS))); do
 	if [ "$CONN" = keep ]; then
 		for sv in $order; do
 			keepalive "$sv" | while read -r s t; do
-				case $s in idle/*) echo "$i idle/$sv/${s#idle/} $(calc "$t * 1000")" ;; *) echo "$i http/$sv/$s $(calc "$t * 1000")" ;; esac
+				case $s in
+				idle/*) echo "$i idle/$sv/${s#idle/} $(calc "$t * 1000")" ;;
+				idleup/*) ;;
+				up/*) echo "$i upload/${s#up/} $(calc "$t * 1000")" ;;
+				*) echo "$i http/$sv/$s $(calc "$t * 1000")" ;;
+				esac
 			done
 			for s in chain1000 fanout1000 chain10000; do
 				completed "$sv" "$s" "$out/out.idle.$s"
 				completed "$sv" "$s" "$out/out.$s"
+				if [ "$sv" = floor ]; then completed "$sv" "upload of $s" "$out/out.up.$s"; fi
 			done
 		done
 	else
@@ -226,6 +250,15 @@ for i in $(seq $((WARM + RUNS))); do
 					completed "$sv" "$s" "$out/out"
 					echo "$i $k/$sv/$s $(calc "$t * 1000")"
 				done
+				# The floor's upload of the shape, twice too: the second timed.
+				if [ "$sv" = floor ]; then
+					for k in idle http; do
+						t=$(curl -sS -o "$out/out" -w '%{time_total}' -H 'Content-Type: application/json' \
+							--data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions?shape=tiny")
+						completed "$sv" "upload of $s" "$out/out"
+						[ $k = idle ] || echo "$i upload/$s $(calc "$t * 1000")"
+					done
+				fi
 			done
 		done
 	fi
@@ -249,10 +282,11 @@ ratio() {
 	awk -v a="$1" -v b="$2" -v c="${3:-}" '$2 == a { x[$1] = $3 } $2 == b { y[$1] = $3 } $2 == c { z[$1] = $3 }
 		END { for (i in x) if ((i in y) && y[i] > 0 && (c == "" || (i in z))) print (x[i] + z[i]) / y[i] }' "$tmp/samples" | median
 }
-declare -A http httpbase idle eino inproc evicted floor
+declare -A http httpbase idle eino inproc evicted floor upload
 for s in chain1000 fanout1000 chain10000; do
 	http[$s]=$(med "http/head/$s")
 	floor[$s]=$(med "http/floor/$s")
+	upload[$s]=$(med "upload/$s")
 	idle[$s]=$(med "idle/head/$s")
 	[ -n "${BASE:-}" ] && httpbase[$s]=$(med "http/base/$s")
 	inproc[$s]=$(med "engine/$s")
@@ -264,7 +298,7 @@ printf '\n%-12s' shape
 [ -n "${BASE:-}" ] && printf ' %12s' "$BASE ms"
 printf ' %12s' 'runner ms'
 for m in $EINO_MODES; do printf ' %14s %12s' "eino[$m] ms" "eino/runner"; done
-printf ' %14s %14s %12s %9s %14s %12s\n' 'HTTP µs/node' 'engine µs/node' 'HTTP/engine' 'floor ms' 'engine+floor' 'HTTP/evicted'
+printf ' %14s %14s %12s %9s %14s %10s %8s %12s\n' 'HTTP µs/node' 'engine µs/node' 'HTTP/engine' 'floor ms' 'engine+floor' 'upload ms' 'bound' 'HTTP/evicted'
 for s in chain1000 fanout1000 chain10000; do
 	n=${s#chain}; n=${n#fanout}
 	printf '%-12s' "$s"
@@ -280,14 +314,15 @@ for s in chain1000 fanout1000 chain10000; do
 	hn=$(calc "${http[$s]} * 1000 / $n")
 	if [ -n "${inproc[$s]:-}" ]; then
 		en=$(calc "${inproc[$s]} * 1000 / $n")
-		printf ' %14.2f %14.2f %11.2fx %9.2f %13.2fx %11.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")" \
-			"${floor[$s]}" "$(ratio "engine/$s" "engine/$s" "http/floor/$s")" "$(ratio "http/head/$s" "evicted/$s")"
+		printf ' %14.2f %14.2f %11.2fx %9.2f %13.2fx %10.2f %7.2fx %11.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")" \
+			"${floor[$s]}" "$(ratio "engine/$s" "engine/$s" "http/floor/$s")" \
+			"${upload[$s]}" "$(ratio "engine/$s" "engine/$s" "upload/$s")" "$(ratio "http/head/$s" "evicted/$s")"
 	else
 		printf ' %14.2f %14s %12s\n' "$hn" - -
 	fi
 done
 printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(ratio http/head/chain10000 http/head/chain1000)"
-echo "(floor: bench/floor carrying the runner's own stream of the shape, and nothing else; engine+floor: (engine + floor) / engine, the HTTP/engine of a server that ran the engine and then sent its stream; HTTP/evicted: over the engine with the CPU's caches emptied before each run, as a request meets them)"
+echo "(floor: bench/floor carrying the runner's own stream of the shape, and nothing else; engine+floor: (engine + floor) / engine, the HTTP/engine of a server that ran the engine and then sent its stream; upload: bench/floor taking the shape's body and answering with a one-node stream, the request's cost before any engine can start; bound: (engine + upload) / engine, the least HTTP/engine of any server here; HTTP/evicted: over the engine with the CPU's caches emptied before each run, as a request meets them)"
 # The first of each pair: the same figures for a request that meets the
 # runner after the machine's other work, with no request just before it.
 printf '\n%-12s %12s' 'first of two' 'runner ms'
