@@ -203,6 +203,17 @@ keepalive() {
 	awk '$3 != 0 { print "compare: a request opened a connection of its own" > "/dev/stderr"; exit 1 } { print $1, $2 }' "$tmp/keep.out"
 }
 
+# timed SERVER SHAPE QUERY: one request of SHAPE's body to SERVER over a
+# new connection (CONN=new); prints its milliseconds once the stream it
+# received is checked.
+timed() {
+	local t
+	t=$(curl -sS -o "$out/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
+		-H 'Content-Type: application/json' --data-binary @"$tmp/$2.json" "${url[$1]}/v1/executions$3")
+	completed "$1" "$2$3" "$out/out"
+	calc "$t * 1000"
+}
+
 # calc EXPR: awk's arithmetic
 calc() { awk "BEGIN { print $1 }"; }
 
@@ -244,20 +255,17 @@ for i in $(seq $((WARM + RUNS))); do
 			for sv in $order; do
 				q=
 				[ "$sv" = floor ] && q="?shape=$s"
+				# An assignment, so that a stream that did not complete
+				# stops the run (set -e) rather than print no figure.
 				for k in idle http; do
-					t=$(curl -sS -o "$out/out" -w '%{time_total}' -H "Authorization: Bearer $token" \
-						-H 'Content-Type: application/json' --data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions$q")
-					completed "$sv" "$s" "$out/out"
-					echo "$i $k/$sv/$s $(calc "$t * 1000")"
+					ms=$(timed "$sv" "$s" "$q")
+					echo "$i $k/$sv/$s $ms"
 				done
-				# The floor's upload of the shape, twice too: the second timed.
 				if [ "$sv" = floor ]; then
-					for k in idle http; do
-						t=$(curl -sS -o "$out/out" -w '%{time_total}' -H 'Content-Type: application/json' \
-							--data-binary @"$tmp/$s.json" "${url[$sv]}/v1/executions?shape=tiny")
-						completed "$sv" "upload of $s" "$out/out"
-						[ $k = idle ] || echo "$i upload/$s $(calc "$t * 1000")"
-					done
+					# The shape's upload, twice too: the second timed.
+					ms=$(timed floor "$s" "?shape=tiny")
+					ms=$(timed floor "$s" "?shape=tiny")
+					echo "$i upload/$s $ms"
 				fi
 			done
 		done
