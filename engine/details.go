@@ -57,6 +57,9 @@ func (d *detailList) warn(path, format string, args ...any) {
 	if d.isCovered(path) {
 		return
 	}
+	if len(d.warnings) >= protocol.MaxDetails {
+		return // bounded as errors are
+	}
 	w := protocol.Invalid{}
 	w.Add(path, format, args...)
 	d.warnings = append(d.warnings, w.Details...)
@@ -92,7 +95,7 @@ func (d *detailList) err() error {
 	if len(d.inv.Details) == 0 {
 		return nil
 	}
-	inv := protocol.Invalid{Details: d.inv.Details}
+	inv := d.inv
 	return &inv
 }
 
@@ -115,7 +118,7 @@ func (d *detailList) addErr(path string, err error) {
 		return
 	}
 	if inv, ok := err.(*protocol.Invalid); ok {
-		d.inv.Details = append(d.inv.Details, inv.Details...)
+		d.inv.Merge(inv)
 		return
 	}
 	d.add(path, "%v", err)

@@ -151,6 +151,9 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status proto
 	case err == nil:
 		out, oerr := gr.output(ctx)
 		if oerr == nil {
+			oerr = r.resultFits(out)
+		}
+		if oerr == nil {
 			var b []byte
 			if b, oerr = r.marshal(out); oerr == nil {
 				_ = r.sink.Finish(&protocol.Result{Status: protocol.StatusCompleted, Output: b, Usage: r.usageSnapshot(), DurationMs: dur})
@@ -181,6 +184,26 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status proto
 		code = protocol.CodeCancelled
 	}
 	return protocol.StatusFailed, code
+}
+
+// resultFits refuses a result whose encoding cannot fit in what the
+// sink's stream limit leaves, before anything encodes it (jsonSizeWithin).
+func (r *run) resultFits(out any) error {
+	rs, ok := r.sink.(interface{ Room() int64 })
+	if !ok {
+		return nil
+	}
+	room := rs.Room()
+	if room < 0 {
+		return nil
+	}
+	// The line around the output: the header, usage and duration.
+	const envelope = 512
+	if _, fits := jsonSizeWithin(out, max(room-envelope, 0)); !fits {
+		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf(
+			"the result does not fit in the %d bytes the event stream's limit (maxStreamBytes) leaves", room)}
+	}
+	return nil
 }
 
 // msgDeadline is the terminal message of an execution out of time. Every

@@ -110,7 +110,7 @@ func (dc Decoder) check(data []byte, top map[string]json.RawMessage, uerr error,
 		req, err2 := decodeEnvelope(top, uerr)
 		var more *Invalid
 		if errors.As(err2, &more) {
-			inv.Details = append(inv.Details, more.Details...)
+			inv.Merge(more)
 		}
 		return req, inv
 	}

@@ -366,6 +366,21 @@ func (w *Writer) encodeTerminal(t Terminal) ([]byte, error) {
 	return line, err
 }
 
+// Room returns how many bytes the terminal event may still take before
+// MaxStreamBytes, counted as the limit counts them (escaped when Escaped),
+// or -1 when the stream is unbounded. A result larger than that is replaced
+// by an error event; the engine asks first, so as not to encode a result
+// that cannot be sent.
+func (w *Writer) Room() int64 {
+	m := w.opts.MaxStreamBytes
+	if m <= 0 {
+		return -1
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(m-w.sent, 0)
+}
+
 // Finished reports whether the terminal event was written.
 func (w *Writer) Finished() bool {
 	w.mu.Lock()

@@ -648,6 +648,10 @@ var configs = sync.Pool{New: func() any {
 // With fast, an expression that has a fast form is not compiled for the VM
 // until it needs to be.
 func compileBudgeted(src string, fast bool) (*compiled, error) {
+	// Before the parser, whose recursion is what it bounds.
+	if err := checkNesting(src); err != nil {
+		return nil, err
+	}
 	config := configs.Get().(*conf.Config)
 	defer configs.Put(config)
 	tree, err := parser.ParseWithConfig(src, config)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Template is a JSON value whose strings may hold `${{ expr }}`. It is
@@ -519,7 +520,26 @@ func (p *valuePath) String() string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
-		b.WriteString(s.key)
+		b.WriteString(pathKey(s.key))
 	}
 	return b.String()
+}
+
+// maxPathKey bounds one key as a path shows it: a path is made for every
+// problem below its keys, and an author chooses their length (one key of
+// 2 MB over 300 invalid expressions made 600 MB of paths). With the
+// document's depth bounded, so is every path.
+const maxPathKey = 256
+
+// pathKey is k as a path shows it: whole up to maxPathKey bytes, its start
+// and an ellipsis beyond.
+func pathKey(k string) string {
+	if len(k) <= maxPathKey {
+		return k
+	}
+	n := maxPathKey - len("…")
+	for n > 0 && !utf8.RuneStart(k[n]) {
+		n--
+	}
+	return k[:n] + "…"
 }

@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+)
+
+// jsonSizeWithin reports how many bytes json.Marshal makes of v, walking
+// no further than limit: it returns (n, true) when n <= limit, and
+// (m, false) for some m > limit as soon as the walk passes it.
+//
+// Node outputs are counted in the memory budget by their bytes in memory,
+// but JSON can take six times as many (a control character is \u0001),
+// and the value is encoded whole before its size is known: 39 outputs of
+// 3 MB of them, inside the budget, made a 749 MB result on its way to a
+// stream that allows 20 MB. Every element costs at least one byte, so the
+// walk stops after limit of them at most, whatever the value's shape (a
+// value sharing its parts is a tree of far more elements than it holds).
+func jsonSizeWithin(v any, limit int64) (int64, bool) {
+	s := sizeWalk{limit: limit}
+	s.value(reflect.ValueOf(v), v)
+	return s.n, s.n <= limit
+}
+
+type sizeWalk struct {
+	n, limit int64
+	num      [32]byte
+}
+
+func (s *sizeWalk) over() bool { return s.n > s.limit }
+
+// value adds the size of v (rv when v's dynamic type is none of the JSON
+// decoder's).
+func (s *sizeWalk) value(rv reflect.Value, v any) {
+	if s.over() {
+		return
+	}
+	switch v := v.(type) {
+	case nil:
+		s.n += 4
+		return
+	case string:
+		s.n += stringJSONSize(v)
+		return
+	case float64:
+		s.n += int64(s.floatSize(v))
+		return
+	case bool:
+		s.n += 5
+		return
+	case json.Number:
+		s.n += int64(len(v))
+		return
+	case json.RawMessage:
+		s.n += int64(len(v))
+		return
+	case []any:
+		s.n += 2 + int64(max(len(v)-1, 0))
+		for _, e := range v {
+			if s.over() {
+				return
+			}
+			s.value(reflect.Value{}, e)
+		}
+		return
+	case map[string]any:
+		s.n += 2 + int64(max(len(v)-1, 0))
+		for k, e := range v {
+			if s.over() {
+				return
+			}
+			s.n += stringJSONSize(k) + 1
+			s.value(reflect.Value{}, e)
+		}
+		return
+	}
+	if !rv.IsValid() {
+		rv = reflect.ValueOf(v)
+	}
+	s.reflected(rv)
+}
+
+// reflected sizes what expr-lang's builtins make ([]string, []int,
+// map[string]string, ...) and anything else by its kind.
+func (s *sizeWalk) reflected(rv reflect.Value) {
+	switch rv.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if rv.IsNil() {
+			s.n += 4
+			return
+		}
+		s.value(rv.Elem(), rv.Elem().Interface())
+	case reflect.String:
+		s.n += stringJSONSize(rv.String())
+	case reflect.Bool:
+		s.n += 5
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		s.n += int64(len(strconv.AppendInt(s.num[:0], rv.Int(), 10)))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		s.n += int64(len(strconv.AppendUint(s.num[:0], rv.Uint(), 10)))
+	case reflect.Float32, reflect.Float64:
+		s.n += int64(s.floatSize(rv.Float()))
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			s.n += 4
+			return
+		}
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			s.n += 2 + int64((rv.Len()+2)/3*4) // base64
+			return
+		}
+		s.n += 2 + int64(max(rv.Len()-1, 0))
+		for i := range rv.Len() {
+			if s.over() {
+				return
+			}
+			e := rv.Index(i)
+			s.value(e, e.Interface())
+		}
+	case reflect.Map:
+		if rv.IsNil() {
+			s.n += 4
+			return
+		}
+		s.n += 2 + int64(max(rv.Len()-1, 0))
+		it := rv.MapRange()
+		for it.Next() {
+			if s.over() {
+				return
+			}
+			k := it.Key()
+			if k.Kind() == reflect.String {
+				s.n += stringJSONSize(k.String()) + 1
+			} else {
+				s.n += 2 + 24 + 1 // a number key, quoted
+			}
+			e := it.Value()
+			s.value(e, e.Interface())
+		}
+	default:
+		// Structs and the rest: what encoding/json makes of them, which
+		// no expression builds large.
+		b, err := json.Marshal(rv.Interface())
+		if err != nil {
+			s.n += 4
+			return
+		}
+		s.n += int64(len(b))
+	}
+}
+
+// floatSize is the length of f as encoding/json writes it.
+func (s *sizeWalk) floatSize(f float64) int {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 4 // json.Marshal refuses it; the caller says so
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(s.num[:0], f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		return n - 1 // e-07 is written e-7
+	}
+	return len(b)
+}
+
+// stringJSONSize is the length of s as json.Marshal writes it: quoted, with
+// HTML characters, controls, U+2028, U+2029 and invalid bytes escaped.
+func stringJSONSize(s string) int64 {
+	n := int64(2)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += int64(size)
+		}
+		i += size
+	}
+	return n
+}
