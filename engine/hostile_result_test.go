@@ -100,3 +100,36 @@ func lastLine(t *testing.T, stream []byte) string {
 	}
 	return last
 }
+
+// Round 21: an output nested deeper than json.Valid checks (10,000
+// levels) is not masked as if a secret had broken its encoding: up to
+// what JSON decoders read it is sent as it is, and past it the result is
+// refused saying so.
+func TestDeepOutputNotMasked(t *testing.T) {
+	// The result line nests its output map and the arrays in it: 2 + arrays.
+	for _, tt := range []struct {
+		arrays int
+		sent   bool
+	}{{100, true}, {9_998, true}, {9_999, false}, {20_000, false}} {
+		t.Run(fmt.Sprint(tt.arrays), func(t *testing.T) {
+			body := fmt.Sprintf(`{"version":1,"workflow":{"nodes":[{"id":"a","type":"set","with":{"value":"${{ reduce(1..%d, [#acc], 0) }}"}}]}}`, tt.arrays)
+			x := prepareReq(t, New(DefaultLimits()), body)
+			var out bytes.Buffer
+			w := protocol.NewStreamWriter(t.Context(), &out, testExecutionID, nil, protocol.StreamOptions{MaxStreamBytes: 20 << 20})
+			sum := x.Run(t.Context(), w)
+			last := lastLine(t, out.Bytes())
+			if strings.Contains(last, "REDACTED") {
+				t.Fatalf("masked: %.300s", last)
+			}
+			if !tt.sent {
+				if sum.Status != protocol.StatusFailed || !strings.Contains(last, "nests deeper than 10000 levels") {
+					t.Errorf("ended %s: %.300s", sum.Status, last)
+				}
+				return
+			}
+			if sum.Status != protocol.StatusCompleted || strings.Count(last, "[") != tt.arrays {
+				t.Errorf("ended %s with %d arrays: %.200s", sum.Status, strings.Count(last, "["), last)
+			}
+		})
+	}
+}

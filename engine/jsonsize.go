@@ -19,18 +19,37 @@ import (
 // stream that allows 20 MB. Every element costs at least one byte, so the
 // walk stops after limit of them at most, whatever the value's shape (a
 // value sharing its parts is a tree of far more elements than it holds).
-func jsonSizeWithin(v any, limit int64) (int64, bool) {
+//
+// A value nested deeper than maxJSONDepth is reported as over the limit
+// too: encoding/json refuses to write it (json.RawMessage is checked to
+// that depth), as every decoder built on it refuses to read it.
+func jsonSizeWithin(v any, limit int64) (n int64, fits, deep bool) {
 	s := sizeWalk{limit: limit}
 	s.value(reflect.ValueOf(v), v)
-	return s.n, s.n <= limit
+	return s.n, s.n <= limit && !s.deep, s.deep
 }
+
+// maxJSONDepth is encoding/json's bound on nesting.
+const maxJSONDepth = 10_000
 
 type sizeWalk struct {
 	n, limit int64
+	depth    int
+	deep     bool
 	num      [32]byte
 }
 
-func (s *sizeWalk) over() bool { return s.n > s.limit }
+func (s *sizeWalk) over() bool { return s.n > s.limit || s.deep }
+
+// enter counts one level down, and reports whether the walk may go on.
+func (s *sizeWalk) enter() bool {
+	s.depth++
+	// The event's own object is one level more.
+	if s.depth >= maxJSONDepth {
+		s.deep = true
+	}
+	return !s.deep
+}
 
 // value adds the size of v (rv when v's dynamic type is none of the JSON
 // decoder's).
@@ -59,6 +78,10 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 		return
 	case []any:
 		s.n += 2 + int64(max(len(v)-1, 0))
+		defer func() { s.depth-- }()
+		if !s.enter() {
+			return
+		}
 		for _, e := range v {
 			if s.over() {
 				return
@@ -68,6 +91,10 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 		return
 	case map[string]any:
 		s.n += 2 + int64(max(len(v)-1, 0))
+		defer func() { s.depth-- }()
+		if !s.enter() {
+			return
+		}
 		for k, e := range v {
 			if s.over() {
 				return
@@ -113,6 +140,10 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 			return
 		}
 		s.n += 2 + int64(max(rv.Len()-1, 0))
+		defer func() { s.depth-- }()
+		if !s.enter() {
+			return
+		}
 		for i := range rv.Len() {
 			if s.over() {
 				return
@@ -126,6 +157,10 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 			return
 		}
 		s.n += 2 + int64(max(rv.Len()-1, 0))
+		defer func() { s.depth-- }()
+		if !s.enter() {
+			return
+		}
 		it := rv.MapRange()
 		for it.Next() {
 			if s.over() {

@@ -122,6 +122,16 @@ func TestRetryBackoff(t *testing.T) {
 		retry: `{"maxAttempts":4,"backoffMs":50,"factor":10,"maxBackoffMs":80}`,
 		waits: []time.Duration{50 * time.Millisecond, 80 * time.Millisecond, 80 * time.Millisecond},
 	}, {
+		// Round 21: the product overflowed time.Duration to a negative
+		// wait, and every later attempt ran at once.
+		name:  "a factor past what a duration holds is capped, not overflowed",
+		retry: `{"maxAttempts":4,"backoffMs":50,"factor":1e10,"maxBackoffMs":80}`,
+		waits: []time.Duration{50 * time.Millisecond, 80 * time.Millisecond, 80 * time.Millisecond},
+	}, {
+		name:  "a factor of 1e300 likewise",
+		retry: `{"maxAttempts":3,"backoffMs":60,"factor":1e300,"maxBackoffMs":90}`,
+		waits: []time.Duration{60 * time.Millisecond, 90 * time.Millisecond},
+	}, {
 		name:  "maxBackoffMs caps the first wait too",
 		retry: `{"maxAttempts":2,"backoffMs":5000,"maxBackoffMs":60}`,
 		waits: []time.Duration{60 * time.Millisecond},

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,7 +200,10 @@ func (r *run) resultFits(out any) error {
 	}
 	// The line around the output: the header, usage and duration.
 	const envelope = 512
-	if _, fits := jsonSizeWithin(out, max(room-envelope, 0)); !fits {
+	if _, fits, deep := jsonSizeWithin(out, max(room-envelope, 0)); deep {
+		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf(
+			"the result nests deeper than %d levels, which JSON decoders refuse", maxJSONDepth)}
+	} else if !fits {
 		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf(
 			"the result does not fit in the %d bytes the event stream's limit (maxStreamBytes) leaves", room)}
 	}
@@ -232,7 +236,10 @@ func (r *run) marshal(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	red := r.x.redact.Bytes(b)
-	if !json.Valid(red) {
+	// What json.Marshal made is valid, whatever its depth (json.Valid
+	// refuses nesting past 10,000, which made a deep output, no secret in
+	// it, "[REDACTED]"): only a changed text is checked.
+	if !bytes.Equal(red, b) && !json.Valid(red) {
 		// A secret matched across JSON syntax (a number, say): redact the
 		// value's strings instead and mask what is left.
 		return json.Marshal(redact.Marker)
@@ -361,7 +368,10 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 			gr.emitFailed(n, attempt, 0, ne, false)
 			return nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 		}
-		backoff = min(time.Duration(float64(backoff)*n.retry.Factor), maxBackoff)
+		// In floating point, capped before the conversion: a factor such
+		// as 1e10 overflowed time.Duration to a negative wait, and every
+		// later attempt ran at once.
+		backoff = time.Duration(min(float64(backoff)*n.retry.Factor, float64(maxBackoff)))
 	}
 }
 

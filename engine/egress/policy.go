@@ -93,8 +93,16 @@ func hostPattern(p string) (string, error) {
 	return p, nil
 }
 
+// maxHostLen is the longest DNS name (RFC 1035), its trailing dot aside.
+const maxHostLen = 253
+
 // checkHost applies denyHosts then allowHosts to a lower-case host.
 func (p *policy) checkHost(host string) error {
+	if len(host) > maxHostLen {
+		// No such name resolves, and every pattern would be matched
+		// against it.
+		return blocked("host of %d bytes, longer than a DNS name may be (%d)", len(host), maxHostLen)
+	}
 	for _, d := range p.deny {
 		if glob.MatchHost(d, host) {
 			return blocked("host %s is denied by denyHosts pattern %q", host, d)

@@ -155,6 +155,10 @@ type policy struct {
 	reason   string
 }
 
+// MaxResource is the longest resource (a tool, a model role, a workflow id,
+// a host) Decide matches; a longer one is denied.
+const MaxResource = 4 << 10
+
 // Decide decides whether action may run on resource. For http.request the
 // resource is a host; it is normalized with NormalizeHost (the caller should
 // already have done so; doing it again is harmless) and the Decision carries
@@ -163,11 +167,17 @@ func (d *Decider) Decide(action, resource string) Decision {
 	if action == protocol.ActionHTTPRequest {
 		resource = NormalizeHost(resource)
 	}
+	if _, known := kinds[action]; !known {
+		return Decision{Action: action, Resource: resource}.with(Deny, SourceDefault, fmt.Sprintf("default: unknown action %q", action))
+	}
+	if len(resource) > MaxResource {
+		// Every pattern of every list is matched against it, for every
+		// action on it: refused, not matched, and not quoted.
+		return Decision{Action: action, Resource: strings.ToValidUTF8(resource[:64], "") + "…"}.with(Deny, SourceDefault,
+			fmt.Sprintf("default: a %s resource of %d bytes, more than the %d any may have", kinds[action], len(resource), MaxResource))
+	}
 	dec := Decision{Action: action, Resource: resource}
 	subject := describe(action, resource)
-	if _, known := kinds[action]; !known {
-		return dec.with(Deny, SourceDefault, fmt.Sprintf("default: unknown action %q", action))
-	}
 
 	// Step 1: the workflow's capabilities.
 	var granted *rule

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// Round 21: permission patterns are matched in linear time, are at most
+// glob.MaxPattern bytes, and a resource too long to match is denied. A
+// pattern "workflow:*aaa…ab" of 150,000 bytes against a child workflow id
+// of 300,000 a's took 31 s of CPU that neither the client leaving nor the
+// deadline could stop.
+func TestHostilePermissionPatterns(t *testing.T) {
+	rep := strings.Repeat
+	request := func(id string, perms ...string) string {
+		quoted := make([]string, len(perms))
+		for i, p := range perms {
+			quoted[i] = `"` + p + `"`
+		}
+		return fmt.Sprintf(`{"version":1,"workflow":{"nodes":[{"id":"call","type":"workflow","with":{"workflow":%q}}]},`+
+			`"runtime":{"workflows":[{"id":%q,"nodes":[{"id":"x","type":"set","with":{"value":1}}]}]},"permissions":[%s]}`,
+			id, id, strings.Join(quoted, ","))
+	}
+	long := rep("a", 300_000)
+	near := "workflow:*" + rep("a", glob.MaxPattern-len("workflow:*")-1) + "b"
+	t.Run("a pattern past the bound is refused", func(t *testing.T) {
+		_, err := New(DefaultLimits()).PrepareBody([]byte(request(long, "workflow:*"+rep("a", 150_000)+"b")))
+		var inv *protocol.Invalid
+		if !errors.As(err, &inv) || len(inv.Details) != 1 || inv.Details[0].Path != "permissions[0]" ||
+			!strings.Contains(inv.Details[0].Message, fmt.Sprintf("more than the %d", glob.MaxPattern)) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	for _, tt := range []struct {
+		name, id string
+		perms    []string
+		want     protocol.ExecutionStatus
+	}{
+		{"a long id against the longest near misses", long, copies(glob.MaxList, near), protocol.StatusFailed},
+		{"a long id that a star allows is still denied", long, []string{"workflow:*"}, protocol.StatusFailed},
+		{"an id at the bound, the longest near misses", rep("a", 4000), copies(glob.MaxList, near), protocol.StatusFailed},
+		{"an id at the bound, allowed", rep("a", 4000), append(copies(glob.MaxList-1, near), "workflow:a*"), protocol.StatusCompleted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x, err := New(DefaultLimits()).PrepareBody([]byte(request(tt.id, tt.perms...)))
+			if err != nil {
+				t.Fatalf("refused: %.300v", err)
+			}
+			s := &recSink{}
+			start := time.Now()
+			sum := x.Run(t.Context(), s)
+			if took := time.Since(start); took > costSlack(time.Second) {
+				t.Errorf("ran %v", took)
+			}
+			if sum.Status != tt.want {
+				t.Errorf("ended %s, want %s", sum.Status, tt.want)
+			}
+		})
+	}
+}
+
+func copies(n int, p string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = p
+	}
+	return out
+}
