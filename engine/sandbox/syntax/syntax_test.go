@@ -1,6 +1,7 @@
 package syntax
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestCheck(t *testing.T) {
 		{"return `${`${`${" + strings.Repeat("(", sandbox.MaxNesting), 1, 16 + sandbox.MaxNesting - 2, "nest deeper"},
 		// Arrow functions nest without brackets: counted with them.
 		{"return " + strings.Repeat("a=>", sandbox.MaxNesting) + "1", 0, 0, ""},
-		{"return " + strings.Repeat("a=>", sandbox.MaxNesting+1) + "1", 1, 8 + 3*sandbox.MaxNesting + 1, "arrow functions and brackets nest deeper than 256"},
+		{"return " + strings.Repeat("a=>", sandbox.MaxNesting+1) + "1", 1, 8 + 3*sandbox.MaxNesting + 1, "arrow functions, labels and brackets nest deeper than 256"},
 		{"return " + strings.Repeat("(a)=>", 200) + strings.Repeat("[", 57), 1, 7 + 5*200 + 57, "brackets nest deeper than 256"},
 		{"return " + strings.Repeat("a=>\n", sandbox.MaxNesting+1) + "1", sandbox.MaxNesting + 1, 2, "arrow functions"},
 		// ... and end where a concise body ends for sure, so that many
@@ -38,6 +39,17 @@ func TestCheck(t *testing.T) {
 		{"return {" + strings.Repeat("f: x => ({a: x}).a,\n", 400) + "}", 0, 0, ""},
 		{strings.Repeat("input.map(x => x * 2).filter(y => y > 1)\n", 300) + "return 1", 0, 0, ""},
 		{strings.Repeat("if (input) input = (x => x)(input)\n", 300) + "return input", 0, 0, ""},
+		// Round 21: labels nest the statement after them, and the
+		// parser's time and memory grow with the square of a run.
+		{labels(sandbox.MaxNesting) + "return 1", 0, 0, ""},
+		{strings.Repeat("a:", sandbox.MaxNesting+1) + "return 1", 1, 2*sandbox.MaxNesting + 1, "labels"},
+		{strings.Repeat("a: ", sandbox.MaxNesting+1) + "1", 1, 3*sandbox.MaxNesting + 1, "labels"},
+		{strings.Repeat("l:\n", sandbox.MaxNesting+1) + "1", sandbox.MaxNesting + 1, 1, "labels"},
+		// ... but an object's members, a conditional's branches and a
+		// switch's cases are not nesting.
+		{"return {" + strings.Repeat("a: 1, ", 1000) + "}", 0, 0, ""},
+		{"return [" + strings.Repeat("input ? a : b, ", 1000) + "]", 0, 0, ""},
+		{"switch (input) {" + strings.Repeat("case a: break; ", 1000) + "default: }", 0, 0, ""},
 		// Not a keyword that ends a body: a property named like one.
 		{"return " + strings.Repeat("a=>a.return+", sandbox.MaxNesting+1) + "1", 1, 8 + 12*sandbox.MaxNesting + 1, "arrow functions"},
 	}
@@ -70,6 +82,8 @@ func TestCheckHostileNesting(t *testing.T) {
 		strings.Repeat("a=>", 20<<10) + "1",
 		strings.Repeat("(a)=>", 12<<10) + "1",
 		strings.Repeat("async a=>", 7<<10) + "1",
+		strings.Repeat("a:", 32<<10) + "1",
+		strings.Repeat("a: ", 21<<10) + "1",
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -111,4 +125,13 @@ func checkBound() time.Duration {
 		return 3 * time.Second
 	}
 	return time.Second
+}
+
+// labels is n distinct labels in a row.
+func labels(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "l%d:", i)
+	}
+	return b.String()
 }
