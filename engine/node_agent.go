@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -286,7 +287,10 @@ func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.To
 	badArgs := false
 	if raw := strings.TrimSpace(string(tc.Arguments)); raw != "" {
 		var v any
-		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		if max := c.Limits().MaxOutputBytes; max > 0 && jsonweight.Of([]byte(raw)) > max {
+			// Bounded before it is decoded, as every reply is.
+			badArgs = true
+		} else if err := json.Unmarshal([]byte(raw), &v); err != nil {
 			badArgs = true
 		} else if v != nil {
 			rec["arguments"] = v

@@ -256,6 +256,7 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	f := call.Fields()
 	req.Method, _ = f.String("method")
 	req.ResponseType, _ = f.String("responseType")
+	req.MaxDecoded = call.Limits().MaxOutputBytes
 	timeoutMs, _ := f.Int("timeoutMs", 0, math.MaxInt)
 	req.Timeout = time.Duration(timeoutMs) * time.Millisecond
 	failOnStatus, set := f.Bool("failOnStatus")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/schema"
@@ -117,7 +118,7 @@ func (s *modelStep) Run(ctx context.Context, call *Call) (any, error) {
 		"usage":        usageOutput(res.Usage),
 	}
 	if s.schema != nil {
-		v, err := parseReply(s.schema, res.Text)
+		v, err := parseReply(s.schema, res.Text, call.Limits().MaxOutputBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -133,8 +134,14 @@ func usageOutput(u models.Usage) map[string]any {
 // parseReply decodes a JSON reply and checks it against the schema. A
 // reply wrapped in a Markdown code fence, which models add despite being
 // told not to, is unwrapped first.
-func parseReply(sch *schema.Schema, text string) (any, error) {
-	v, err := decodeJSON([]byte(unfence(text)))
+func parseReply(sch *schema.Schema, text string, maxDecoded int64) (any, error) {
+	raw := []byte(unfence(text))
+	// The reply's bytes were bounded as they were read; what they decode
+	// to is bounded before they are.
+	if w := jsonweight.Of(raw); maxDecoded > 0 && w > maxDecoded {
+		return nil, Errorf(protocol.CodeOutputTooLarge, "the model's reply would decode to about %d bytes, over the per-node cap of %d bytes", w, maxDecoded)
+	}
+	v, err := decodeJSON(raw)
 	if err != nil {
 		return nil, Errorf(protocol.CodeModelError, "the model's reply is not valid JSON: %v", err)
 	}

@@ -246,7 +246,7 @@ func (c *Client) read(ctx, tctx context.Context, r *Request, method string, resp
 	if int64(len(data)) > c.maxBytes {
 		return nil, failed("response body from %s exceeds %s", finalHost, c.bytesRule)
 	}
-	v, err := decodeBody(r.ResponseType, resp.Header.Get("Content-Type"), data, finalHost)
+	v, err := decodeBody(r.ResponseType, resp.Header.Get("Content-Type"), data, finalHost, r.MaxDecoded)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
 )
 
 // A ReadLimit bounds the bytes read from outside through the response
@@ -26,6 +28,7 @@ type ReadLimit struct {
 	max      int64
 	what     string
 	inFlight bool
+	weighed  bool
 	parent   *ReadLimit
 
 	n    atomic.Int64
@@ -43,11 +46,16 @@ type ReadLimitError struct {
 	// InFlight is set when the bytes being read at once, not one reply,
 	// were too many.
 	InFlight bool
+	// Weighed is set when the reply was counted as what it decodes to.
+	Weighed bool
 }
 
 func (e *ReadLimitError) Error() string {
 	if e.InFlight {
 		return fmt.Sprintf("replies being read at once exceed %d bytes", e.Limit)
+	}
+	if e.Weighed {
+		return fmt.Sprintf("%s exceeds %d bytes (as decoded)", e.What, e.Limit)
 	}
 	return fmt.Sprintf("%s exceeds %d bytes", e.What, e.Limit)
 }
@@ -57,6 +65,19 @@ func (e *ReadLimitError) Error() string {
 // means no bound of its own.
 func NewReadLimit(max int64, what string, parent *ReadLimit) *ReadLimit {
 	return &ReadLimit{max: max, what: what, parent: parent, done: make(chan struct{})}
+}
+
+// Weighed makes l count each body as the value it decodes to will weigh
+// (jsonweight), or its bytes when they are more, and returns l. It is for
+// bodies an SDK decodes whole (an MCP response): their bytes are bounded
+// as they are read, but decoding multiplies them (4 MB of "{}," decoded to
+// 86 MB), so the weight is what must stay within the limit, and it is what
+// the in-flight limit above is charged.
+func (l *ReadLimit) Weighed() *ReadLimit {
+	if l != nil {
+		l.weighed = true
+	}
+	return l
 }
 
 // NewInFlightLimit returns a limit of max bytes being read at once: each
@@ -103,7 +124,7 @@ func (l *ReadLimit) charge(n int64) *ReadLimitError {
 	var crossed *ReadLimitError
 	for c := l; c != nil; c = c.parent {
 		if total := c.n.Add(n); c.max > 0 && total > c.max && crossed == nil {
-			crossed = &ReadLimitError{What: c.what, Limit: c.max, InFlight: c.inFlight}
+			crossed = &ReadLimitError{What: c.what, Limit: c.max, InFlight: c.inFlight, Weighed: l.weighed && !c.inFlight}
 		}
 	}
 	return crossed
@@ -141,6 +162,10 @@ type limitedBody struct {
 	read  atomic.Int64 // charged so far, released on Close for in-flight limits
 	err   atomic.Pointer[ReadLimitError]
 	close sync.Once
+	// meter weighs what was read, for a weighed limit; weight is what of
+	// it was charged. Reads of one body do not run at once.
+	meter         jsonweight.Meter
+	bytes, weight int64
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -149,8 +174,15 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	if n > 0 {
-		b.read.Add(int64(n))
-		if e := b.l.charge(int64(n)); e != nil {
+		charge := int64(n)
+		if b.l.weighed {
+			b.bytes += int64(n)
+			_, _ = b.meter.Write(p[:n])
+			w := max(b.meter.Weight(), b.bytes)
+			charge, b.weight = w-b.weight, w
+		}
+		b.read.Add(charge)
+		if e := b.l.charge(charge); e != nil {
 			b.err.Store(e)
 			b.l.record(e)
 			// The bytes past the limit are not handed on: the reader

@@ -42,6 +42,10 @@ type Request struct {
 	Timeout time.Duration
 	// ResponseType is "auto" (the default), "json" or "text".
 	ResponseType string
+	// MaxDecoded, when positive, bounds what a JSON body decodes to, by
+	// lang.SizeOf's count (the node's output cap): a body that would hold
+	// more is refused before it is decoded (jsonweight).
+	MaxDecoded int64
 	// Bound are the host-bound secrets whose values this request carries
 	// anywhere (URL, query, headers or body). A hop to a host outside any
 	// of their Hosts is refused. Secrets without Hosts are ignored here.

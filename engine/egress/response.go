@@ -3,9 +3,13 @@ package egress
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // Response is what the http node outputs. Non-2xx statuses are returned
@@ -37,15 +41,19 @@ func isJSONType(ct string) bool {
 	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
 }
 
-// decodeBody types a body per responseType. The error message names the
-// host, never the content.
-func decodeBody(responseType, contentType string, b []byte, host string) (any, error) {
+// decodeBody types a body per responseType. A JSON body that would decode
+// to more than maxDecoded (when positive) is refused undecoded. The error
+// message names the host, never the content.
+func decodeBody(responseType, contentType string, b []byte, host string, maxDecoded int64) (any, error) {
 	switch responseType {
 	case ResponseText:
 		return string(b), nil
 	case ResponseJSON:
 		if len(bytes.TrimSpace(b)) == 0 {
 			return nil, nil
+		}
+		if err := checkDecoded(b, host, maxDecoded); err != nil {
+			return nil, err
 		}
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -54,6 +62,9 @@ func decodeBody(responseType, contentType string, b []byte, host string) (any, e
 		return v, nil
 	default: // auto
 		if isJSONType(contentType) && len(bytes.TrimSpace(b)) > 0 {
+			if err := checkDecoded(b, host, maxDecoded); err != nil {
+				return nil, err
+			}
 			var v any
 			if json.Unmarshal(b, &v) == nil {
 				return v, nil
@@ -61,4 +72,19 @@ func decodeBody(responseType, contentType string, b []byte, host string) (any, e
 		}
 		return string(b), nil
 	}
+}
+
+// checkDecoded refuses a JSON body whose decoded value would weigh more
+// than max: its bytes were bounded as they were read, but decoding
+// multiplies them (a megabyte of "{}," is 22 MB decoded), and the node's
+// output cap would only refuse it once it was all on the heap.
+func checkDecoded(b []byte, host string, max int64) error {
+	if max <= 0 {
+		return nil
+	}
+	if w := jsonweight.Of(b); w > max {
+		return &Error{Code: protocol.CodeOutputTooLarge, Message: fmt.Sprintf(
+			"response from %s would decode to about %d bytes, over the node's output cap of %d bytes", host, w, max)}
+	}
+	return nil
 }

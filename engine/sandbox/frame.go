@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"io"
 )
 
@@ -73,6 +74,11 @@ func ReadFrame(r io.Reader, limit int64, v any) error {
 			err = io.ErrUnexpectedEOF
 		}
 		return err
+	}
+	// What the reply decodes to is bounded, not only its bytes: a frame of
+	// "{}," within the limit decodes to twenty times it.
+	if jsonweight.Of(b) > limit {
+		return ErrFrameTooLarge
 	}
 	return json.Unmarshal(b, v)
 }

@@ -29,7 +29,9 @@ func (r reads) eventSize() int {
 // limit returns a limit of max bytes named what, charged to the in-flight
 // limit too.
 func (r reads) limit(max int64, what string) *egress.ReadLimit {
-	return egress.NewReadLimit(max, what, r.inFlight)
+	// Weighed: the SDK decodes each response whole, and what it decodes
+	// to, not its bytes, is what the heap holds.
+	return egress.NewReadLimit(max, what, r.inFlight).Weighed()
 }
 
 // opLimitKey is the context key of an operation's read limit.
