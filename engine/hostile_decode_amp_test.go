@@ -62,7 +62,7 @@ func TestHostileDecodedReplies(t *testing.T) {
 		// share its session, which fail TOOL_ERROR quoting it.
 		anyCode bool
 	}{{
-		name: "16 http bodies of 1 MiB of {} at once",
+		name:     "16 http bodies of 1 MiB of {} at once",
 		workflow: mapOf(`{"id":"h","type":"http","onError":"continue","with":{"url":"` + web.URL + `/json","responseType":"json"}}`),
 		runtime:  `{"http":{"policy":{"allowPrivateNetwork":true}}}`,
 		node:     "m[0].h", message: "would decode to about",
