@@ -223,6 +223,12 @@ func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*tool
 			if !toolSelected(filters, ts, t.Name) {
 				continue
 			}
+			if sc.String(t.Name) != t.Name {
+				// A name that echoes a secret (the toolset's credential,
+				// say) is not offered: the provider would be sent it, and
+				// a name cannot be redacted and still be called.
+				continue
+			}
 			name := exposedName(ts, t.Name, cat.byName)
 			cat.byName[name] = agentTool{toolset: ts, tool: t.Name}
 			cat.tools = append(cat.tools, models.Tool{Name: name, Description: sc.String(t.Description), InputSchema: scrubToolSchema(sc, t.InputSchema)})

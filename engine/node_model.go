@@ -260,9 +260,15 @@ func (c *Call) invokeModel(ctx context.Context, role string, req models.Request)
 	c.usage().outputTokens.Add(res.Usage.OutputTokens)
 	// Scrubbed at the door: a model that repeats a secret it was shown
 	// (in a prompt built from an echo, say) hands it to no node.
+	// Every text of the reply, not only its content: a server can put
+	// what it was sent (the API key) in the model it names or its finish
+	// reason as well, and both are node output.
 	sc := c.scrub()
 	res.Text = sc.String(res.Text)
+	res.Model = sc.String(res.Model)
+	res.FinishReason = sc.String(res.FinishReason)
 	for i, tc := range res.ToolCalls {
+		res.ToolCalls[i].ID = sc.String(tc.ID)
 		res.ToolCalls[i].Name = sc.String(tc.Name)
 		res.ToolCalls[i].Arguments = sc.raw(tc.Arguments)
 	}
