@@ -97,3 +97,34 @@ func TestHostileInvalidBody(t *testing.T) {
 		})
 	}
 }
+
+// Round 21: children that are small each but too many together are told
+// so once, at the child that crossed maxNodes, not each called too large.
+func TestMaxNodesAcrossChildren(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"version":1,"workflow":{"nodes":[{"id":"a","type":"set","with":{"value":1}}]},"runtime":{"workflows":[`)
+	for i := range 3000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"w%d","nodes":[{"id":"a","type":"set"},{"id":"b","type":"set"},{"id":"c","type":"set"},{"id":"d","type":"set"}]}`, i)
+	}
+	b.WriteString(`]}}`)
+	_, err := New(DefaultLimits()).PrepareBody([]byte(b.String()))
+	var inv *protocol.Invalid
+	if !errors.As(err, &inv) {
+		t.Fatalf("got %v, want a 400", err)
+	}
+	n := 0
+	for _, d := range inv.Details {
+		if strings.Contains(d.Message, "maxNodes") {
+			n++
+			if !strings.Contains(d.Message, "together") {
+				t.Errorf("%s: %s", d.Path, d.Message)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d details name maxNodes, want 1: %.300v", n, inv.Details)
+	}
+}

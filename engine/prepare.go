@@ -34,6 +34,7 @@ type prep struct {
 	childPaths  map[string]string // where each child workflow sits in the request
 	children    map[string]*graph
 	nodes       int
+	overNodes   bool // nodes went past maxNodes, and it was said
 	svc         prepServices
 	limits      Limits            // the engine's, defaults applied
 	input       *lang.InputShape  // the input schema of the document being compiled

@@ -100,8 +100,15 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *sight, item bool
 		g.nodes[i].sight = &sights[i]
 		p.compileNode(g, i, &docs[i], &preps[i], item)
 	}
-	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes {
-		p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
+	if p.nodes += len(g.nodes); p.nodes > p.limits.MaxNodes && !p.overNodes {
+		// Once: every graph past this one is over too, and saying so of
+		// each named a child of four nodes as the one too large.
+		p.overNodes = true
+		if len(g.nodes) > p.limits.MaxNodes {
+			p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
+		} else {
+			p.d.add(path, "the request's workflows hold more than maxNodes (%d) nodes together; with this one's %d, %d so far", p.limits.MaxNodes, len(g.nodes), p.nodes)
+		}
 	}
 	return g
 }
