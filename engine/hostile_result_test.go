@@ -133,3 +133,53 @@ func TestDeepOutputNotMasked(t *testing.T) {
 		})
 	}
 }
+
+// Round 21: a traced value is sized before it is encoded too. Sixteen
+// nodes tracing outputs of 2 MB of control characters at once encoded
+// 12 MB each to send 64 KiB of it; the marker's preview is made from the
+// value's start alone, and says the value's whole length.
+func TestHostileTracedEncoding(t *testing.T) {
+	const s16 = `\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001`
+	tests := []struct{ name, value, input string }{
+		{"control characters", "repeat(input.s, 131072)", `{"s":"` + s16 + `"}`},
+		{"a long array of them", "map(1..65536, input.s)", `{"s":"` + s16 + `"}`},
+		{"arrays of arrays of them", "map(1..256, map(1..256, input.s))", `{"s":"` + s16 + `"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"version":1,"trace":true,"workflow":{"nodes":[{"id":"m","type":"map","with":{"items":"${{ 1..16 }}","nodes":[` +
+				`{"id":"a","type":"set","with":{"value":"${{ ` + tt.value + ` }}"}}]}}]},"input":` + tt.input + `}`
+			l := DefaultLimits()
+			x := prepareReq(t, New(l), body)
+			var out bytes.Buffer
+			w := protocol.NewStreamWriter(t.Context(), &out, testExecutionID, nil, protocol.StreamOptions{MaxEventBytes: l.MaxEventBytes, MaxStreamBytes: 20 << 20})
+			var sum protocol.Summary
+			peak := heapPeak(func() { sum = x.Run(t.Context(), w) })
+			t.Logf("heap peak +%d MiB, %d bytes sent", peak>>20, out.Len())
+			if peak > 160<<20 {
+				t.Errorf("the heap peaked %d MiB above its start", peak>>20)
+			}
+			_ = sum
+			found := false
+			for _, line := range strings.Split(out.String(), "\n") {
+				if !strings.Contains(line, `"nodeId":"m[0].a"`) || !strings.Contains(line, `"node.completed"`) {
+					continue
+				}
+				found = true
+				var ev struct {
+					Output struct {
+						Truncated bool   `json:"$truncated"`
+						Bytes     int    `json:"bytes"`
+						Preview   string `json:"preview"`
+					} `json:"output"`
+				}
+				if err := json.Unmarshal([]byte(line), &ev); err != nil || !ev.Output.Truncated || ev.Output.Bytes < 1<<20 || len(ev.Output.Preview) < 1<<10 {
+					t.Errorf("node.completed output %+v (%v): %.300s", ev.Output, err, line)
+				}
+			}
+			if !found {
+				t.Errorf("no node.completed for m[0].a: %.500s", out.String())
+			}
+		})
+	}
+}

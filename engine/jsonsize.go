@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -231,4 +232,81 @@ func stringJSONSize(s string) int64 {
 		i += size
 	}
 	return n
+}
+
+// clipJSON returns a value whose JSON starts as v's does for at least
+// budget bytes (all of it when v's is shorter), without copying more of v
+// than that: the preview of a traced value too large to send, made
+// without encoding the value whole. Members are taken in the order
+// encoding/json writes them (sorted keys).
+func clipJSON(v any, budget int64) any {
+	c, _ := clip(v, budget)
+	return c
+}
+
+// clip returns v clipped to about budget bytes of JSON and the bytes the
+// clipped value takes.
+func clip(v any, budget int64) (any, int64) {
+	if n, fits, _ := jsonSizeWithin(v, budget); fits {
+		return v, n
+	}
+	switch v := v.(type) {
+	case string:
+		n := int(min(budget, int64(len(v))))
+		for n > 0 && n < len(v) && !utf8.RuneStart(v[n]) {
+			n--
+		}
+		return v[:n], budget
+	case []any:
+		out, used := make([]any, 0, 8), int64(2)
+		for _, e := range v {
+			c, n := clip(e, budget-used)
+			out = append(out, c)
+			if used += n + 1; used >= budget {
+				break
+			}
+		}
+		return out, used
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		out, used := make(map[string]any, 8), int64(2)
+		for _, k := range keys {
+			used += stringJSONSize(k) + 1
+			c, n := clip(v[k], budget-used)
+			out[k] = c
+			if used += n + 1; used >= budget {
+				break
+			}
+		}
+		return out, used
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		if rv.Type().Elem().Kind() != reflect.Uint8 {
+			out, used := make([]any, 0, 8), int64(2)
+			for i := range rv.Len() {
+				c, n := clip(rv.Index(i).Interface(), budget-used)
+				out = append(out, c)
+				if used += n + 1; used >= budget {
+					break
+				}
+			}
+			return out, used
+		}
+	case reflect.Map:
+		if rv.Type().Key().Kind() == reflect.String {
+			m := make(map[string]any, rv.Len())
+			it := rv.MapRange()
+			for it.Next() {
+				m[it.Key().String()] = it.Value().Interface()
+			}
+			return clip(m, budget)
+		}
+	}
+	return v, budget // a leaf no expression makes large
 }

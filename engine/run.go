@@ -247,11 +247,31 @@ func (r *run) marshal(v any) (json.RawMessage, error) {
 	return red, nil
 }
 
+// tracedMargin is how far past a preview's cut its value is encoded and
+// redacted.
+const tracedMargin = 4 << 10
+
 // traced returns v for a traced event: redacted and, beyond MaxEventBytes,
 // replaced by a marker with a preview.
 func (r *run) traced(v any) json.RawMessage {
 	if !r.x.trace {
 		return nil
+	}
+	if limit := r.x.limits.MaxEventBytes; limit > 0 {
+		// Sized before it is encoded: a value can take six times its
+		// bytes as JSON (each control character is \u0001), and sixteen
+		// nodes tracing 4 MB outputs at once encoded 400 MB to send 1 MB.
+		// Past the limit, only the start of it is encoded for the
+		// preview, with room beyond the cut so that a secret across it
+		// is redacted whole before the preview is cut.
+		if _, fits, _ := jsonSizeWithin(v, int64(limit)); !fits {
+			total, _, deep := jsonSizeWithin(v, 8*r.x.limits.MaxOutputBytes+int64(limit))
+			head, err := r.marshal(clipJSON(v, int64(limit)/2+tracedMargin))
+			if err != nil || deep {
+				head = nil
+			}
+			return protocol.TruncatedPrefix(head, int(total), limit)
+		}
 	}
 	b, err := r.marshal(v)
 	if err != nil {

@@ -247,12 +247,19 @@ func escapedLen(b []byte) int {
 // fits in limit, since escaping can make it longer than the bytes it shows.
 // With a limit too small for any marker, the marker has an empty preview.
 func Truncated(b []byte, limit int) json.RawMessage {
+	return TruncatedPrefix(b, len(b), limit)
+}
+
+// TruncatedPrefix is Truncated for a value too large to encode whole: b is
+// the start of its JSON (limit/2 bytes of it are enough) and total the
+// length of all of it.
+func TruncatedPrefix(b []byte, total, limit int) json.RawMessage {
 	n := max(0, min(len(b), limit/2))
 	for {
-		for n > 0 && !utf8.RuneStart(b[n]) {
+		for n > 0 && n < len(b) && !utf8.RuneStart(b[n]) {
 			n--
 		}
-		m, _ := json.Marshal(map[string]any{"$truncated": true, "bytes": len(b), "preview": string(b[:n])})
+		m, _ := json.Marshal(map[string]any{"$truncated": true, "bytes": total, "preview": string(b[:n])})
 		if len(m) <= limit || n == 0 {
 			return m
 		}
