@@ -93,6 +93,8 @@ type Execution struct {
 	input        any
 	trace        bool
 	secretValues map[string]any
+	shadows      [2]map[string]any // secretValues' shadows (see shadowSecrets)
+	windows      [2]map[string]any // and windows (see windowSecrets)
 	redact       *scrubber
 	decider      *permission.Decider
 	models       *models.Table  // runtime.models, else the deployment's

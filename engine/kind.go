@@ -169,15 +169,19 @@ type Call struct {
 // Eval evaluates a template compiled by Compiler.Template in the node's
 // scope.
 func (c *Call) Eval(t lang.Template) (any, error) {
-	ctx := c.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ev := newEvaluator(ctx, c.sc, t, c.n.sight)
+	ev := newEvaluator(c.evalContext(), c.sc, t, c.n.sight)
 	if t.UsesSecrets() {
 		ev.SetSecrets(c.r.x.secretValues)
 	}
 	return ev.Eval(t)
+}
+
+// evalContext is the context evaluations of the call stop with.
+func (c *Call) evalContext() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
 }
 
 // WithMap returns Call.With as an object (empty when with was absent).

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -44,71 +45,109 @@ type httpStep struct {
 	// when they use secrets in a way that names none (secrets[k]).
 	secretRefs []string
 	allSecrets bool
-	// derivedHeaders and derivedQuery are the header and query keys whose
-	// values are built from secrets (all of them when the whole field is
-	// one expression that reads secrets): the values sent are added to the
-	// execution's redactor (see scrubber.learn).
-	derivedHeaders, derivedQuery derivedKeys
 }
 
-// derivedKeys are the keys of an object field whose values are built from
-// secrets.
-type derivedKeys struct {
-	keys []string
-	all  bool
+// readsSecrets reports whether t reads secrets.
+func readsSecrets(t lang.Template) bool {
+	names, all := t.Secrets()
+	return len(names) > 0 || all
 }
 
-// secretKeys finds the keys of the with.field object whose templates
-// mention secrets. Over-approximating is harmless: a value taken for a
-// secret is only redacted.
-func secretKeys(c *Compiler, field string) derivedKeys {
-	mentions := func(v any) bool {
-		str, ok := v.(string)
-		return ok && strings.Contains(str, "${{") && strings.Contains(str, "secrets")
+// evalSecret evaluates a request field: a template that reads secrets
+// first with each of their shadows (see shadowSecrets), which decide
+// whether it fails, and then with the secrets. sh gets the shadows'
+// values and, unless it is nil, win the values with the secrets' windows
+// (see windowSecrets).
+func evalSecret(call *Call, t lang.Template, sh, win *[2]any) (any, error) {
+	if !readsSecrets(t) {
+		return call.Eval(t)
 	}
-	raw, _ := c.Raw(field)
-	switch raw := raw.(type) {
-	case string:
-		return derivedKeys{all: mentions(raw)}
-	case map[string]any:
-		var d derivedKeys
-		for k, v := range raw {
-			if mentions(v) {
-				d.keys = append(d.keys, k)
-			} else if list, ok := v.([]any); ok && slices.ContainsFunc(list, mentions) {
-				d.keys = append(d.keys, k)
-			}
+	with := func(secrets map[string]any) (any, error) {
+		ev := newEvaluator(call.evalContext(), call.sc, t, call.n.sight)
+		ev.SetSecrets(secrets)
+		return ev.Eval(t)
+	}
+	for i := range sh {
+		v, err := with(call.r.x.shadows[i])
+		if err != nil {
+			return nil, err
 		}
-		return d
+		sh[i] = v
 	}
-	return derivedKeys{}
+	v, err := call.Eval(t)
+	if err != nil || win == nil {
+		return v, err
+	}
+	if reflect.DeepEqual(sh[0], sh[1]) {
+		// The secrets reach nothing of the value (`'qT' ?? secrets.k`).
+		*win = *sh
+		return v, nil
+	}
+	for i := range win {
+		// As long as the secrets, so no more costly: what the shadows
+		// pass, these pass.
+		w, err := with(call.r.x.windows[i])
+		if err != nil {
+			return nil, err
+		}
+		win[i] = w
+	}
+	return v, nil
 }
 
-func (d derivedKeys) has(k string) bool { return d.all || slices.Contains(d.keys, k) }
-
-// derivedValues lists the values the request sends that were built from
-// secrets: its derived headers and query values.
-func (s *httpStep) derivedValues(req *egress.Request) []string {
-	var out []string
-	for k, v := range req.Headers {
-		if s.derivedHeaders.has(k) {
-			out = append(out, v)
+// derivedValues lists the parts of the request's header and query values
+// that its secrets decided (see derivedPart), from the fields' values with
+// the secrets' windows and shadows: the values to add to the redactor
+// before the request is sent.
+func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []derived {
+	var out []derived
+	if readsSecrets(s.headers) {
+		var alt [4]map[string]string
+		for i := range alt {
+			alt[i], _ = headerMap(headers[i])
+		}
+		for k, v := range req.Headers {
+			out = appendDerived(out, v, [4]string{alt[0][k], alt[1][k], alt[2][k], alt[3][k]})
 		}
 	}
-	for k, v := range req.Query {
-		if !s.derivedQuery.has(k) {
-			continue
+	if readsSecrets(s.query) {
+		var alt [4]map[string]any
+		for i := range alt {
+			alt[i], _ = query[i].(map[string]any)
 		}
-		switch v := v.(type) {
-		case string:
-			out = append(out, v)
-		case []any:
-			for _, e := range v {
-				if str, ok := e.(string); ok {
-					out = append(out, str)
+		for k, v := range req.Query {
+			switch v := v.(type) {
+			case string:
+				var as [4]string
+				for i := range as {
+					as[i], _ = alt[i][k].(string)
+				}
+				out = appendDerived(out, v, as)
+			case []any:
+				for j, e := range v {
+					str, ok := e.(string)
+					if !ok {
+						continue
+					}
+					var as [4]string
+					for i := range as {
+						if l, _ := alt[i][k].([]any); j < len(l) {
+							as[i], _ = l[j].(string)
+						}
+					}
+					out = appendDerived(out, str, as)
 				}
 			}
 		}
+	}
+	return out
+}
+
+// appendDerived appends the part of v its secrets decided, from alt: v
+// with the secrets' two windows and their two shadows.
+func appendDerived(out []derived, v string, alt [4]string) []derived {
+	if d := derivedPart(v, alt[0], alt[1], alt[2], alt[3]); d.value != "" || d.key != "" {
+		out = append(out, d)
 	}
 	return out
 }
@@ -136,7 +175,6 @@ func (httpKind) Prepare(c *Compiler) Step {
 		}
 		s.allSecrets = s.allSecrets || all
 	}
-	s.derivedHeaders, s.derivedQuery = secretKeys(c, "headers"), secretKeys(c, "query")
 	if raw, ok := c.Literal("url"); ok {
 		prepareLiteralURL(c, raw)
 	} else if raw, _ := c.Raw("url"); raw != nil {
@@ -273,7 +311,11 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	if req.URL, _ = rawURL.(string); req.URL == "" {
 		return nil, Errorf(protocol.CodeExpressionError, "with.url must be a non-empty string, got %s", jsonKind(rawURL))
 	}
-	query, err := call.Eval(s.query)
+	// The fields that read secrets are evaluated with the secrets'
+	// shadows first: whether they fail, and what is learned, cannot
+	// depend on the secrets' lengths.
+	var shQuery, shHeaders, shBody, winQuery, winHeaders [2]any
+	query, err := evalSecret(call, s.query, &shQuery, &winQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -284,20 +326,22 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	default:
 		return nil, Errorf(protocol.CodeExpressionError, "with.query must be an object, got %s", jsonKind(query))
 	}
-	headers, err := call.Eval(s.headers)
+	headers, err := evalSecret(call, s.headers, &shHeaders, &winHeaders)
 	if err != nil {
 		return nil, err
 	}
 	if req.Headers, err = headerMap(headers); err != nil {
 		return nil, err
 	}
-	if req.Body, err = call.Eval(s.body); err != nil {
+	if req.Body, err = evalSecret(call, s.body, &shBody, nil); err != nil {
 		return nil, err
 	}
 	req.Bound = s.bound(call, req)
 	// Before anything is sent: an echo of a value built from a secret is
 	// scrubbed like the secret.
-	if err := call.scrub().learn(s.derivedValues(req)...); err != nil {
+	if err := call.scrub().learn(s.derivedValues(req,
+		[4]any{winHeaders[0], winHeaders[1], shHeaders[0], shHeaders[1]},
+		[4]any{winQuery[0], winQuery[1], shQuery[0], shQuery[1]})...); err != nil {
 		return nil, err
 	}
 	req.Authorize = func(ctx context.Context, host string) error {

@@ -155,6 +155,8 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 	for name, s := range req.Runtime.HTTP.Secrets {
 		x.secretValues[name] = s.Value
 	}
+	x.shadows = [2]map[string]any{shadowSecrets(x.secretValues, 0), shadowSecrets(x.secretValues, 1)}
+	x.windows = [2]map[string]any{windowSecrets(x.secretValues, 0), windowSecrets(x.secretValues, 1)}
 	// The deployment's model keys too: a provider may echo them, and the
 	// table serves every execution that brings no runtime.models.
 	x.redact = newScrubber(append(secretsOf(req), e.Services.ModelTable.Secrets()...))

@@ -14,12 +14,12 @@ import (
 // past maxDerivedSecrets the next is refused.
 func TestScrubberLearn(t *testing.T) {
 	s := newScrubber([]string{"k-secret"})
-	derived := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:k-secret"))
-	if err := s.learn(derived, "Bearer k-secret"); err != nil {
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:k-secret"))
+	if err := s.learn(dv(basic), dv("k-secret")); err != nil {
 		t.Fatal(err)
 	}
-	cred := strings.TrimPrefix(derived, "Basic ")
-	for _, in := range []string{cred, strings.ToLower(cred), derived} {
+	cred := strings.TrimPrefix(basic, "Basic ")
+	for _, in := range []string{cred, strings.ToLower(cred), basic} {
 		if got := s.String("x " + in); got != "x "+redact.Marker {
 			t.Errorf("%q scrubbed to %q", in, got)
 		}
@@ -31,16 +31,26 @@ func TestScrubberLearn(t *testing.T) {
 	if got := fmt.Sprint(v); strings.Contains(got, "k-secret") || strings.Contains(got, cred) {
 		t.Errorf("value scrubbed to %s", got)
 	}
-	for i := len(s.derived); i < maxDerivedSecrets; i++ {
-		if err := s.learn(fmt.Sprintf("d%04dz", i)); err != nil {
+	for i := len(s.keys); i < maxDerivedSecrets; i++ {
+		if err := s.learn(dv(fmt.Sprintf("d%04dz", i))); err != nil {
 			t.Fatalf("value %d refused: %v", i, err)
 		}
 	}
-	if err := s.learn("one-too-many"); err == nil || !strings.Contains(err.Error(), "LIMIT_EXCEEDED") && !strings.Contains(err.Error(), "more than 32") {
+	if err := s.learn(dv("one-too-many")); err == nil || !strings.Contains(err.Error(), "LIMIT_EXCEEDED") && !strings.Contains(err.Error(), "more than 32") {
 		t.Errorf("learn past the cap = %v, want LIMIT_EXCEEDED", err)
 	}
+	before := s.String("d0031z one-too-many")
+	if err := s.learn(dv("one-more"), dv("two-more")); err == nil {
+		t.Error("learn past the cap with two values succeeded")
+	}
+	if got := s.String("d0031z one-too-many one-more"); got != before+" one-more" {
+		t.Errorf("a refused learn added something: %q", got)
+	}
 	var none *scrubber
-	if none.String("k-secret") != "k-secret" || none.learn("x") != nil || none.value("v") != "v" {
+	if none.String("k-secret") != "k-secret" || none.learn(dv("x")) != nil || none.value("v") != "v" {
 		t.Error("the nil scrubber changed something")
 	}
 }
+
+// dv is a derived value whose shadow is itself.
+func dv(v string) derived { return derived{value: v, key: v} }

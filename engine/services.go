@@ -132,7 +132,21 @@ func (p *prep) prepareServices() {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	total := 0
+	for _, v := range secretsOf(p.req) {
+		total += len(v)
+	}
+	if total > maxSecretsBytes {
+		// The redactor is built from every one of them, in some fifty
+		// forms each.
+		p.d.add("runtime", "the secret values of a request (runtime.http.secrets, model API keys and headers, toolset headers) may be at most %d bytes together", maxSecretsBytes)
+	}
 	for _, name := range names {
+		if n := len(rt.HTTP.Secrets[name].Value); n > maxSecretBytes {
+			// The bound every secret-bearing evaluation is checked at
+			// (see scrubber.shadows); the value is not quoted.
+			p.d.add(fmt.Sprintf("runtime.http.secrets.%s", name), "a secret may be at most %d bytes long", maxSecretBytes)
+		}
 		if err := glob.CheckList(len(rt.HTTP.Secrets[name].Hosts)); err != nil {
 			p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts", name), "%v", err)
 			continue

@@ -24,11 +24,25 @@ import (
 // fields, and what the node returns is the response, scrubbed of every
 // form of every secret before any node sees it.
 
+// A let name that holds a secret may be read once: a secret is placed,
+// not repeated. `let s1 = s0 + s0; let s2 = s1 + s1; …` doubles it at each
+// step, so that 17 names make a value of 2^17 copies whose size, against
+// the expression memory budget, tells the secret's length (issue 18,
+// class 7); each secret written out in the text is placed once, so the
+// size of what an expression builds from secrets stays linear in its text.
+
 // secretFlow returns why src's use of secrets breaks the rule, or "".
 func secretFlow(tree ast.Node) string {
 	c := &secretChecker{}
 	c.taint(tree, nil)
 	return c.why
+}
+
+// binding is a let name in scope: whether it holds a secret, and how many
+// times the expression reads it.
+type binding struct {
+	secret bool
+	reads  int
 }
 
 type secretChecker struct{ why string }
@@ -43,13 +57,18 @@ func (c *secretChecker) refuse(format string, args ...any) {
 // taint reports whether n's value may be (or contain) a secret, recording
 // a breach when n does something with one other than pass it on. vars are
 // the let names in scope and whether each holds a secret.
-func (c *secretChecker) taint(n ast.Node, vars map[string]bool) bool {
+func (c *secretChecker) taint(n ast.Node, vars map[string]*binding) bool {
 	switch n := n.(type) {
 	case nil:
 		return false
 	case *ast.IdentifierNode:
-		if t, ok := vars[n.Value]; ok {
-			return t
+		if b, ok := vars[n.Value]; ok {
+			if b.secret {
+				if b.reads++; b.reads == 2 {
+					c.refuse("reads %s, which holds a secret, more than once (a secret may be placed once, not repeated)", n.Value)
+				}
+			}
+			return b.secret
 		}
 		return n.Value == "secrets"
 	case *ast.MemberNode:
@@ -135,11 +154,11 @@ func (c *secretChecker) taint(n ast.Node, vars map[string]bool) bool {
 		return false
 	case *ast.VariableDeclaratorNode:
 		t := c.taint(n.Value, vars)
-		inner := make(map[string]bool, len(vars)+1)
+		inner := make(map[string]*binding, len(vars)+1)
 		for k, v := range vars {
 			inner[k] = v
 		}
-		inner[n.Name] = t
+		inner[n.Name] = &binding{secret: t}
 		return c.taint(n.Expr, inner)
 	case *ast.SequenceNode:
 		t := false
@@ -177,7 +196,7 @@ func (c *secretChecker) taint(n ast.Node, vars map[string]bool) bool {
 	return false
 }
 
-func isVar(vars map[string]bool, name string) bool {
+func isVar(vars map[string]*binding, name string) bool {
 	_, ok := vars[name]
 	return ok
 }

@@ -53,7 +53,21 @@ func TestSecretRule(t *testing.T) {
 		{`let s = [secrets.tok]; s[0] == 'a'`, "reads a field or element"},
 		{`let s = {'k': secrets.tok}; s.k == 'a'`, "reads a field or element"},
 		{`let s = toBase64(secrets.tok); s == 'YQ=='`, "operator =="},
+		// A secret placed more than once through a name: doubling it makes
+		// a value whose size tells the secret's length (issue 18, class 7).
+		{`let s0 = secrets.tok + item; let s1 = s0 + s0; let s2 = s1 + s1; s2`, "reads s0, which holds a secret, more than once"},
+		{`let s = secrets.tok; s + s`, "reads s, which holds a secret"},
+		{`let s = secrets.tok; [s, s]`, "reads s, which holds a secret"},
+		{`let s = secrets.tok; {'a': s, 'b': s}`, "reads s, which holds a secret"},
+		{`let s = toBase64(secrets.tok); s + ':' + s`, "reads s, which holds a secret"},
+		{`let s = secrets.tok; let t = s; t + s`, "reads s, which holds a secret"},
+		{`let s = secrets.tok; let t = 'x' + s; t + t`, "reads t, which holds a secret"},
+		{`let s = secrets.tok; input.x ? s : s`, "reads s, which holds a secret"},
+		{`let s = [secrets.tok]; let t = s; [t, t]`, "reads t, which holds a secret"},
 		// Passing on.
+		{`let s = secrets.tok; let t = 'Bearer ' + s; t`, ""},
+		{`let p = 'x'; p + p + secrets.tok + p`, ""},
+		{`secrets.user + ':' + secrets.tok`, ""},
 		{`secrets.tok`, ""},
 		{`'Bearer ' + secrets.tok`, ""},
 		{`'Basic ' + toBase64(secrets.user + ':' + secrets.tok)`, ""},

@@ -13,6 +13,9 @@
 // It also knows each secret base64-encoded (standard and URL alphabets,
 // padded or not) and hex-encoded, the encodings a request needs.
 //
+// Every occurrence of every form is replaced, however occurrences overlap
+// (the union of their intervals, one Marker per run), in one linear pass.
+//
 // What it cannot do: find a secret transformed in a way it does not know
 // (split, reversed, hashed, encoded together with other text, spread over
 // several messages) and then echoed back. The engine adds the values it
@@ -24,7 +27,6 @@
 package redact
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -43,65 +45,123 @@ const Marker = "[REDACTED]"
 var credentialSchemes = []string{"bearer", "basic", "token"}
 
 // Redactor replaces secret values. The zero value and nil replace nothing.
-// It is safe for concurrent use.
+// It is safe for concurrent use, and never changes: With returns another.
+//
+// Every occurrence of every form of every secret is replaced, however they
+// overlap: the text covered by any of them, the union of their intervals,
+// becomes one Marker per contiguous run. Which form matched, or which
+// secret, is not told by the marker, and a value that overlaps a secret
+// cannot keep part of the secret out of it.
+//
+// Its cost is linear: building it, in the total length of the forms;
+// redacting a text, in the text's length (one Aho–Corasick pass per layer,
+// whatever the secrets and the text repeat).
 type Redactor struct {
-	r *strings.Replacer
+	layers []*layer
+}
+
+// layer is a matcher of the forms of some values. With adds values as a
+// layer of their own, merging layers of no more values than it (a binary
+// counter), so that adding n values one by one rebuilds each O(log n)
+// times and a text is scanned by O(log n) matchers.
+type layer struct {
+	values []string
+	m      *matcher
 }
 
 // New returns a Redactor for secrets. Empty values are ignored.
 func New(secrets ...string) *Redactor {
-	seen := map[string]bool{}
+	return (&Redactor{}).With(secrets...)
+}
+
+// With returns a Redactor that replaces what r does and every form of
+// values too. r is unchanged.
+func (r *Redactor) With(values ...string) *Redactor {
+	values = slices.DeleteFunc(slices.Clone(values), func(v string) bool { return v == "" })
+	var layers []*layer
+	if r != nil {
+		layers = slices.Clone(r.layers)
+	}
+	if len(values) == 0 {
+		return &Redactor{layers: layers}
+	}
+	for len(layers) > 0 && len(layers[len(layers)-1].values) <= len(values) {
+		values = append(slices.Clone(layers[len(layers)-1].values), values...)
+		layers = layers[:len(layers)-1]
+	}
+	if l := newLayer(values); l != nil {
+		layers = append(layers, l)
+	}
+	return &Redactor{layers: layers}
+}
+
+func newLayer(values []string) *layer {
 	var forms []string
-	for _, s := range secrets {
-		values := []string{s}
-		if cred := Credential(s); cred != "" {
-			values = append(values, cred)
-		}
-		for _, v := range values {
-			if v == "" {
-				continue
-			}
-			for _, f := range Forms(v) {
-				if f != "" && !seen[f] {
-					seen[f] = true
-					forms = append(forms, f)
-				}
-			}
-		}
+	for _, s := range values {
+		forms = append(forms, valueForms(s)...)
 	}
+	forms = slices.DeleteFunc(forms, func(f string) bool { return f == "" })
 	if len(forms) == 0 {
-		return &Redactor{}
+		return nil
 	}
-	// Longest first: strings.Replacer tries pairs in order at each
-	// position, so a secret that contains another is replaced whole.
-	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, Marker)
+	return &layer{values: values, m: newMatcher(forms)}
+}
+
+// valueForms are the forms of a secret and, for an authorization value,
+// of its credential part.
+func valueForms(s string) []string {
+	out := Forms(s)
+	if cred := Credential(s); cred != "" && cred != s {
+		out = append(out, Forms(cred)...)
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...)}
+	return out
+}
+
+// spans returns the merged intervals of s that secrets occupy.
+func (r *Redactor) spans(s string) []span {
+	spans := r.layers[0].m.find(s)
+	if len(r.layers) == 1 {
+		return spans
+	}
+	for _, l := range r.layers[1:] {
+		// Each layer's spans are merged as they are found; those of
+		// several are merged once all are.
+		spans = append(spans, l.m.find(s)...)
+	}
+	return mergeSpans(spans)
 }
 
 // String returns s with every known form of every secret replaced by Marker.
 func (r *Redactor) String(s string) string {
-	if r == nil || r.r == nil {
+	if r.Empty() || s == "" {
 		return s
 	}
-	return r.r.Replace(s)
+	spans := r.spans(s)
+	if len(spans) == 0 {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s))
+	replaceSpans(&sb, s, spans)
+	return sb.String()
 }
 
 // Bytes is String for bytes, such as marshaled JSON (which stays valid).
+// b is returned as it is when it holds no secret.
 func (r *Redactor) Bytes(b []byte) []byte {
-	if r == nil || r.r == nil || len(b) == 0 {
+	if r.Empty() || len(b) == 0 {
 		return b
 	}
-	// One copy rather than three (to a string, replaced, back to bytes):
-	// every event of an execution with secrets goes through here. b is
-	// only read while it is replaced.
-	var buf bytes.Buffer
-	buf.Grow(len(b))
-	_, _ = r.r.WriteString(&buf, unsafe.String(unsafe.SliceData(b), len(b)))
-	return buf.Bytes()
+	// b is only read while it is scanned and copied.
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	spans := r.spans(s)
+	if len(spans) == 0 {
+		return b
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	replaceSpans(&sb, s, spans)
+	return []byte(sb.String())
 }
 
 // Message returns s as an error message from elsewhere (a server's reply,
@@ -116,7 +176,7 @@ func (r *Redactor) Message(s string, n int) string {
 }
 
 // Empty reports whether r replaces nothing.
-func (r *Redactor) Empty() bool { return r == nil || r.r == nil }
+func (r *Redactor) Empty() bool { return r == nil || len(r.layers) == 0 }
 
 // Credential returns the credential part of an HTTP authorization value
 // such as "Bearer abc" (abc), or "" when v is not one.

@@ -1,0 +1,236 @@
+package redact
+
+import (
+	"slices"
+	"strings"
+)
+
+// matcher finds every occurrence of a set of patterns in one pass over a
+// text, in time linear in the text (Aho–Corasick: a trie of the patterns
+// with failure links), whatever the patterns and the text repeat. It
+// reports, at each end position, the longest pattern ending there; a
+// shorter one ending at the same position lies inside it, so the union of
+// the reported intervals is the union of all occurrences of all patterns.
+//
+// States are numbered in breadth-first order, so the children of a state
+// are contiguous and sorted by byte: state s's are kids[s]:kids[s+1].
+type matcher struct {
+	root    [256]int32 // the child of the root for each byte, 0 for none
+	label   []byte     // the byte leading to each state
+	kids    []int32    // the first child of each state, and one past the last
+	fail    []int32    // the longest proper suffix of a state that is a state
+	longest []int32    // the length of the longest pattern ending at a state, 0 for none
+}
+
+// newMatcher builds the matcher of patterns (none empty). Its cost is
+// linear in their total length, after a sort.
+func newMatcher(patterns []string) *matcher {
+	patterns = slices.Clone(patterns)
+	slices.Sort(patterns)
+	patterns = slices.Compact(patterns)
+
+	// A trie with first-child/next-sibling links, built from the sorted
+	// patterns: each shares with the previous one the path of their common
+	// prefix, and its new nodes come after every existing child of their
+	// parent, so siblings are in byte order; the last child of a node on
+	// the previous pattern's path is the next node of that path. Its size
+	// is known before it is built.
+	n := 1
+	prev := ""
+	for _, p := range patterns {
+		n += len(p) - commonPrefixLen(p, prev)
+		prev = p
+	}
+	type tnode struct {
+		first, next int32
+		label       byte
+		term        bool
+	}
+	nodes := make([]tnode, 1, n)
+	nodes[0] = tnode{first: -1, next: -1}
+	path := []int32{0} // the nodes of the previous pattern, by depth (path[0] = root)
+	prev = ""
+	for _, p := range patterns {
+		if p == "" {
+			continue
+		}
+		lcp := commonPrefixLen(p, prev)
+		var last int32 = -1 // the last child of path[lcp]
+		if lcp+1 < len(path) {
+			last = path[lcp+1]
+		}
+		path = path[:lcp+1]
+		cur := path[lcp]
+		for i := lcp; i < len(p); i++ {
+			id := int32(len(nodes))
+			nodes = append(nodes, tnode{first: -1, next: -1, label: p[i]})
+			if last < 0 {
+				nodes[cur].first = id
+			} else {
+				nodes[last].next = id
+			}
+			last = -1
+			cur = id
+			path = append(path, id)
+		}
+		nodes[cur].term = true
+		prev = p
+	}
+
+	// Renumber breadth-first.
+	n = len(nodes)
+	m := &matcher{
+		label:   make([]byte, n),
+		kids:    make([]int32, n+1),
+		fail:    make([]int32, n),
+		longest: make([]int32, n),
+	}
+	order := make([]int32, 0, n) // old ids in the new order
+	order = append(order, 0)
+	for i := 0; i < len(order); i++ {
+		m.kids[i] = int32(len(order))
+		for c := nodes[order[i]].first; c >= 0; c = nodes[c].next {
+			order = append(order, c)
+		}
+	}
+	m.kids[n] = int32(n)
+	for i, old := range order {
+		m.label[i] = nodes[old].label
+		if nodes[old].term {
+			m.longest[i] = -1 // a pattern ends here: its length is the depth
+		}
+	}
+	nodes, order = nil, nil
+	// Depths, breadth-first; longest is the depth where a pattern ends.
+	depth := make([]int32, n)
+	for s := 0; s < n; s++ {
+		for c := m.kids[s]; c < m.kids[s+1]; c++ {
+			depth[c] = depth[s] + 1
+			if m.longest[c] < 0 {
+				m.longest[c] = depth[c]
+			}
+		}
+	}
+	depth = nil
+	for c := m.kids[0]; c < m.kids[1]; c++ {
+		m.root[m.label[c]] = c
+	}
+	// Failure links, breadth-first: a state's is found from its parent's,
+	// which is shallower and so already known.
+	for s := int32(0); s < int32(n); s++ {
+		for c := m.kids[s]; c < m.kids[s+1]; c++ {
+			if s == 0 {
+				m.fail[c] = 0
+			} else {
+				f := m.fail[s]
+				for {
+					if nx := m.next(f, m.label[c]); nx > 0 {
+						m.fail[c] = nx
+						break
+					}
+					if f == 0 {
+						m.fail[c] = 0
+						break
+					}
+					f = m.fail[f]
+				}
+			}
+			if m.longest[c] == 0 {
+				m.longest[c] = m.longest[m.fail[c]]
+			}
+		}
+	}
+	return m
+}
+
+func commonPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// next returns the child of state s by byte b, or 0 for none (the root is
+// nobody's child).
+func (m *matcher) next(s int32, b byte) int32 {
+	if s == 0 {
+		return m.root[b]
+	}
+	lo, hi := m.kids[s], m.kids[s+1]
+	for lo < hi {
+		mid := int32(uint32(lo+hi) >> 1)
+		switch l := m.label[mid]; {
+		case l == b:
+			return mid
+		case l < b:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return 0
+}
+
+// span is the half-open interval [start, end) of a text.
+type span struct{ start, end int }
+
+// find returns the intervals of s that patterns occupy, merged, in order.
+func (m *matcher) find(s string) []span {
+	var spans []span
+	st := int32(0)
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		for {
+			if st == 0 {
+				st = m.root[b]
+				break
+			}
+			if nx := m.next(st, b); nx > 0 {
+				st = nx
+				break
+			}
+			st = m.fail[st]
+		}
+		if l := m.longest[st]; l > 0 {
+			spans = addSpan(spans, span{i + 1 - int(l), i + 1})
+		}
+	}
+	return spans
+}
+
+// addSpan adds sp, which ends after every span of spans, merging it with
+// those it overlaps or touches.
+func addSpan(spans []span, sp span) []span {
+	for len(spans) > 0 && spans[len(spans)-1].end >= sp.start {
+		sp.start = min(sp.start, spans[len(spans)-1].start)
+		spans = spans[:len(spans)-1]
+	}
+	return append(spans, sp)
+}
+
+// mergeSpans sorts spans and merges those that overlap or touch.
+func mergeSpans(spans []span) []span {
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
+	out := spans[:0]
+	for _, sp := range spans {
+		if n := len(out); n > 0 && out[n-1].end >= sp.start {
+			out[n-1].end = max(out[n-1].end, sp.end)
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// replaceSpans writes s with each span replaced by Marker.
+func replaceSpans(sb *strings.Builder, s string, spans []span) {
+	at := 0
+	for _, sp := range spans {
+		sb.WriteString(s[at:sp.start])
+		sb.WriteString(Marker)
+		at = sp.end
+	}
+	sb.WriteString(s[at:])
+}
