@@ -17,6 +17,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -361,7 +362,19 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	sc := call.scrub()
 	hdr := make(map[string]any, len(res.Headers))
 	for k, v := range res.Headers {
-		hdr[k] = sc.String(v)
+		// Names too: a server can answer with what it was sent as a
+		// header's name, which net/http has put in canonical case
+		// (Not-A-Real-Token), a form of no secret's own: it is looked
+		// for in lower case as well.
+		name := k
+		if lower := strings.ToLower(k); sc.String(k) != k || sc.String(lower) != lower {
+			name = redact.Marker
+		}
+		v = sc.String(v)
+		if prev, ok := hdr[name].(string); ok {
+			v = prev + ", " + v
+		}
+		hdr[name] = v
 	}
 	return map[string]any{"status": res.Status, "headers": hdr, "body": sc.value(res.Body)}, nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,6 +265,12 @@ func scrubValue(r *redact.Redactor, v any) any {
 			out[i] = scrubValue(r, e)
 		}
 		return out
+	case float64:
+		// A secret of digits echoed as a number: no string of the reply
+		// holds it, and arithmetic on it would carry it out.
+		if text := strconv.FormatFloat(v, 'f', -1, 64); r.String(text) != text {
+			return redact.Marker
+		}
 	}
 	return v
 }
