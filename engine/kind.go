@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -223,6 +224,9 @@ func jsonKind(v any) string {
 		return "an array"
 	case float64, int, int64, float32, int32, uint, uint64:
 		return "a number"
+	case json.Number:
+		// What the decoder keeps of a number out of float64's range.
+		return "a number out of range"
 	}
 	return fmt.Sprintf("a %T", v)
 }
