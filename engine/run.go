@@ -59,7 +59,7 @@ type run struct {
 func (r *run) maxValueBytes() int64 {
 	r.valueBoundOnce.Do(func() {
 		l := r.x.limits
-		r.valueBound = l.MemoryBudget + max(l.MaxExprMemory, 0) + lang.SizeOf(r.x.input)
+		r.valueBound = l.MemoryBudget + max(l.MaxExprMemory, 0) + lang.SizeWithin(r.x.input, l.MemoryBudget)
 	})
 	return r.valueBound
 }
