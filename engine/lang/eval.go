@@ -130,7 +130,7 @@ func (ev *Evaluator) settle(t Template, v any) error {
 		limit = vb.MaxValueBytes()
 	}
 	if size := SizeWithin(v, limit); size > limit {
-		msg := fmt.Sprintf("the value would be written out as more than %d bytes, over the %d its scope can hold (a value held more than once, as let a = [b, b] does, is written out each time)", limit, limit)
+		msg := fmt.Sprintf("the value would be written out as more than the %d bytes its scope can hold (a value held more than once, as let a = [b, b] does, is written out each time)", limit)
 		if x, ok := t.root.(typed); ok {
 			msg = fmt.Sprintf("expression %q: %s", x.e.src, msg)
 		}
