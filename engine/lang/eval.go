@@ -55,16 +55,18 @@ type Evaluator struct {
 	bound  bool // the budget's functions are in vars
 	// all: the template reads nodes whole (see Expression.all).
 	all bool
+	// bulky counts (up to 2) the values the template's expressions gave
+	// that may be large (collections, long strings), and built says that
+	// one of them was a collection the VM returned: the evaluation's
+	// value is then measured before it is handed on (see settle). They
+	// sit in the padding after the bools: an Evaluator is allocated with
+	// every attempt.
+	bulky uint8
+	built bool
 	// refs are the node ids the template names.
 	refs    []string
 	secrets map[string]any
 	vars    map[string]any
-	// bulky counts the values the template's expressions gave that may be
-	// large (collections, long strings) and built that one of them was
-	// a collection the VM returned: the evaluation's value is then
-	// measured before it is handed on (see settle).
-	bulky int
-	built bool
 }
 
 // A ValueBound is an Env that says how large, written out as a tree (as
@@ -147,12 +149,12 @@ func (ev *Evaluator) note(v any, vm bool) {
 		return
 	case string:
 		if len(x) >= bulkyString {
-			ev.bulky++
+			ev.bulky = min(ev.bulky+1, 2)
 		}
 		return
 	}
 	if lenOf(v) > 0 {
-		ev.bulky++
+		ev.bulky = min(ev.bulky+1, 2)
 		ev.built = ev.built || vm
 	}
 }
