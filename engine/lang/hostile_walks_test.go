@@ -249,6 +249,8 @@ func TestHostileCollectionCost(t *testing.T) {
 		{"now in a timezone", "let r = 1..1000; all(r, all(r, now(timezone('Asia/Tokyo')).Year() > 0))"},
 		{"date in a named zone", "let r = 1..1000; all(r, all(r, date('2020-01-02', '2006-01-02', 'Europe/Paris').Year() > 0))"},
 		{"date of a long text tried in every layout", "let s = repeat('x', 100000); len(filter(1..1000, {date(s) != nil}))"},
+		{"a time formatted by a long layout", "let d = date('2020-01-02'); let l = repeat('Monday January ', 60000); len(filter(1..1000, {len(d.Format(l)) > 0}))"},
+		{"now formatted by a long layout", "let l = repeat('2006-01-02 ', 100000); len(filter(1..1000, {now().Format(l) != ''}))"},
 		{"duration of a long text", "let s = repeat('1', 1000000) + 's'; len(filter(1..1000, {duration(s) > duration('0s')}))"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -319,6 +321,8 @@ func TestCostsStayReasonable(t *testing.T) {
 		{"median([[1, 2], [3]])", 2.0},
 		{"timezone('UTC').String()", "UTC"},
 		{"date('2020-01-02').Year()", 2020},
+		{"date('2020-01-02').Format('2006/01/02')", "2020/01/02"},
+		{"let l = '2006' + '-01'; date('2020-01-02').Format(l)", "2020-01"},
 		{"let a = [1, 2]; len(toJSON([a, a, a]))", 68},
 		{"let a = [1, 2]; [a, a] == [[1, 2], [1, 2]]", true},
 	} {
