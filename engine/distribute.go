@@ -313,7 +313,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 			return nil, Errorf(protocol.CodeInvocationFailed, "%s: output %d is not JSON", what, doc.Start+i)
 		}
 		vals[i] = v
-		size += lang.SizeOf(v)
+		size += lang.SizeWithin(v, r.x.limits.MemoryBudget+1)
 	}
 	// The iterations' outputs were held in the child; here they are held
 	// again until the map ends, as an in-process map holds them.

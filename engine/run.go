@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,23 @@ type run struct {
 	mu          sync.Mutex
 	suspensions []protocol.Suspension
 	suspended   atomic.Bool
+
+	// valueBound is what a template's value may hold written out
+	// (lang.ValueBound), computed on first need.
+	valueBoundOnce sync.Once
+	valueBound     int64
+}
+
+// maxValueBytes is the bound of a template's value written out as a tree:
+// what the values in scope can hold without holding one twice, the node
+// outputs (the memory budget), one evaluation's allocations and the input.
+// A value over it holds shared references (let a1 = [a0, a0]; …).
+func (r *run) maxValueBytes() int64 {
+	r.valueBoundOnce.Do(func() {
+		l := r.x.limits
+		r.valueBound = l.MemoryBudget + max(l.MaxExprMemory, 0) + lang.SizeWithin(r.x.input, l.MemoryBudget)
+	})
+	return r.valueBound
 }
 
 // now is the time on the run's clock: its start plus the monotonic time
@@ -166,6 +184,10 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status proto
 		var ne *NodeError
 		if errors.As(oerr, &ne) {
 			ocode, msg = ne.Code, ne.Message
+		}
+		var le *lang.Error
+		if errors.As(oerr, &le) {
+			ocode = le.Code // LIMIT_EXCEEDED for a budget
 		}
 		r.fail("", fmt.Sprintf("%s: workflow output: %s", ocode, r.x.redact.String(msg)))
 		code = protocol.CodeExecutionFailed
@@ -533,9 +555,19 @@ func (r *run) suspend(id, typ string, s *suspended) {
 // memory budget, and charges it to the budget.
 func (r *run) account(out any) *NodeError {
 	l := r.x.limits
-	size := lang.SizeOf(out)
+	// Measured with a walk that stops once over the cap: an output of
+	// shared references (let a1 = [a0, a0]; …) is exponentially larger
+	// written out than the memory it holds, and SizeOf would walk it all.
+	limit := l.MaxOutputBytes
+	if limit <= 0 {
+		limit = l.MemoryBudget
+	}
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	size := lang.SizeWithin(out, limit)
 	if l.MaxOutputBytes > 0 && size > l.MaxOutputBytes {
-		return Errorf(protocol.CodeOutputTooLarge, "output of about %d bytes exceeds the per-node cap of %d bytes", size, l.MaxOutputBytes)
+		return Errorf(protocol.CodeOutputTooLarge, "output of more than the per-node cap of %d bytes", l.MaxOutputBytes)
 	}
 	if total := r.budget.Add(size); l.MemoryBudget > 0 && total > l.MemoryBudget {
 		r.budget.Add(-size)

@@ -133,6 +133,17 @@ func (s *scope) Item() (any, int, bool) {
 	return nil, 0, false
 }
 
+// MaxValueBytes is the bound of a template's value written out
+// (lang.ValueBound): the execution's.
+func (s *scope) MaxValueBytes() int64 {
+	for c := s; c != nil; c = c.parent {
+		if c.gr != nil {
+			return c.gr.r.maxValueBytes()
+		}
+	}
+	return lang.DefaultMaxValueBytes
+}
+
 // exprBudget is the expression budget of the execution the scope belongs
 // to.
 func (s *scope) exprBudget() lang.Budget {

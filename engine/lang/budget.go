@@ -137,6 +137,31 @@ func (b *exprBudget) functions() map[string]any {
 			}
 			return out
 		},
+		"$in": func(needle, hay any) bool {
+			out, err := b.in(needle, hay)
+			if err != nil {
+				panic(err)
+			}
+			return out
+		},
+		"$layout": func(layout string) string {
+			// t.Format(layout) writes the time once per element of the
+			// layout: about 5 ns a byte, the text up to 3 times the
+			// layout (cost.go).
+			n := int64(len(layout))
+			if err := b.charge(1+n/16, 3*n); err != nil {
+				panic(err)
+			}
+			return layout
+		},
+		"$zone": func(name string) string {
+			// timezone(name) loads the zone (cost.go): the name is
+			// passed through, typed, once charged.
+			if err := b.charge(timezoneSteps, timezoneBytes); err != nil {
+				panic(err)
+			}
+			return name
+		},
 		"$eq": func(l, r any) bool {
 			out, err := b.equal(l, r)
 			if err != nil {
@@ -215,7 +240,7 @@ var allocating = map[string]bool{
 // a Func reads whole: without a predicate (which is charged per
 // iteration), their collection arguments are charged through $walk.
 var walking = map[string]int{
-	"max": walkLinear, "min": walkLinear, "mean": walkLinear, "median": walkSort, "sum": walkLinear,
+	"max": walkNested, "min": walkNested, "mean": walkNested, "median": walkNestedSort, "sum": walkLinear,
 	"count": walkLinear, "all": walkLinear, "none": walkLinear, "any": walkLinear, "one": walkLinear,
 	"filter": walkLinear, "map": walkLinear, "find": walkLinear, "findIndex": walkLinear,
 	"findLast": walkLinear, "findLastIndex": walkLinear, "groupBy": walkLinear, "sortBy": walkSort,
@@ -225,9 +250,13 @@ var walking = map[string]int{
 func (b *exprBudget) call(params ...any) (any, error) {
 	name, _ := params[0].(string)
 	args := params[1:]
-	steps, bytes := builtinCost(name, args)
+	steps, bytes := b.builtinCost(name, args)
 	if err := b.charge(steps, bytes); err != nil {
 		return nil, err
+	}
+	if name == "uniq" && len(args) == 1 {
+		// Hashed, each comparison charged (cost.go): the builtin's is n².
+		return b.uniq(args[0])
 	}
 	i, ok := builtin.Index[name]
 	if !ok {
@@ -247,8 +276,10 @@ func (b *exprBudget) call(params ...any) (any, error) {
 }
 
 // builtinCost estimates, before the call, the steps and bytes of a builtin:
-// the elements it walks and the size of what it returns.
-func builtinCost(name string, args []any) (steps, bytes int64) {
+// the elements it walks and the size of what it returns. Collections are
+// measured whatever their kind ([]any, the []string split returns, …), and
+// walks over nested values stop where the charge would fail.
+func (b *exprBudget) builtinCost(name string, args []any) (steps, bytes int64) {
 	str := func(i int) string {
 		if i < len(args) {
 			s, _ := args[i].(string)
@@ -284,16 +315,12 @@ func builtinCost(name string, args []any) (steps, bytes int64) {
 		}
 		return 1 + l*n/64, l * n
 	case "join":
-		var total int64
-		if a, ok := first(args).([]any); ok {
-			for _, e := range a {
-				if s, ok := e.(string); ok {
-					total += int64(len(s))
-				}
-			}
-			total += int64(len(str(1)) * len(a))
-		}
-		return 1 + length(0), total
+		// The elements (of a []any or a []string) and a separator between
+		// each two are copied into the result; a []any is first copied
+		// into a []string.
+		n, strs, _ := elemStats(first(args))
+		total := strs + int64(len(str(1)))*max(n-1, 0)
+		return 1 + n + total/64, total + 16*n
 	case "split", "splitAfter":
 		s, sep := str(0), str(1)
 		pieces := int64(len(s)) + 1
@@ -310,39 +337,58 @@ func builtinCost(name string, args []any) (steps, bytes int64) {
 		return 1 + int64(len(s))/64, int64(len(s)) + n*int64(len(nw))
 	case "upper", "lower", "trim", "trimPrefix", "trimSuffix", "toBase64", "fromBase64":
 		return 1 + int64(len(str(0)))/64, 2 * int64(len(str(0)))
-	case "indexOf", "lastIndexOf", "hasPrefix", "hasSuffix", "int", "float", "duration", "date":
+	case "indexOf", "lastIndexOf", "hasPrefix", "hasSuffix":
 		return 1 + int64(len(str(0)))/64, 0
+	case "int", "float":
+		// A failed parse quotes the text in its error.
+		return 1 + int64(len(str(0)))/64, 2 * int64(len(str(0)))
+	case "duration":
+		// About 10 ns a byte; a failure quotes the text.
+		return 1 + int64(len(str(0)))/16, 2 * int64(len(str(0)))
+	case "date":
+		return dateCost(args)
 	case "fromJSON":
 		return 1 + int64(len(str(0)))/8, 4 * int64(len(str(0)))
 	case "toJSON":
 		// MarshalIndent writes the compact form, then the indented one,
-		// then the string is copied out of it.
-		compact, indented := jsonSize(args[0], false, 0), jsonSize(args[0], true, 0)
+		// then the string is copied out of it. The walks stop where the
+		// charge would fail: a value of shared references can have JSON
+		// exponentially larger than itself.
+		limit := b.sizeLimit(16, 2)
+		indented := jsonSizeWithin(args[0], true, 0, limit)
+		compact := jsonSizeWithin(args[0], false, 0, limit)
 		return 1 + indented/16, compact + 2*indented
 	case "string":
-		n := jsonSize(args[0], false, 0)
+		n := jsonSizeWithin(args[0], false, 0, b.sizeLimit(16, 2))
 		return 1 + n/16, 2 * n
 	case "sort":
 		n := length(0)
-		var longest int64
-		if a, ok := first(args).([]any); ok {
-			_, longest = stringBytes(a)
-		}
+		_, longest := stringBytes(first(args))
 		return 1 + n*int64(bitsLen(n))/2*(1+longest/cmpBytesPerStep), 32 * n
 	case "uniq":
-		// Each element is hashed.
-		var strs int64
-		if a, ok := first(args).([]any); ok {
-			strs, _ = stringBytes(a)
-		}
+		// Each element is hashed (the comparisons of those that may be
+		// equal are charged as uniq makes them).
+		strs, _ := stringBytes(first(args))
 		return 1 + length(0) + strs/cmpBytesPerStep, 32 * length(0)
+	case "flatten":
+		// Nested arrays are flattened all the way down: the result has
+		// every leaf, counted with a walk that stops where the charge
+		// would fail.
+		var n int64
+		limit := b.sizeLimit(1, 32)
+		for _, a := range args {
+			k, _, _ := nestedStats(a, limit)
+			n += k
+			limit = max(limit-k, 0)
+		}
+		return 1 + n, 32 * n
 	}
-	// Collections: concat, flatten, reverse, sort, uniq, keys, values,
-	// toPairs, fromPairs, take.
+	// Collections: concat, reverse, keys, values, toPairs, fromPairs,
+	// take.
 	var n int64
 	for i := range args {
 		n += length(i)
-		if a, ok := args[i].([]any); ok && (name == "concat" || name == "flatten") {
+		if a, ok := args[i].([]any); ok && name == "concat" {
 			for _, e := range a {
 				if inner, ok := e.([]any); ok {
 					n += int64(len(inner))
@@ -366,6 +412,9 @@ var budgetEnv = []expr.Option{
 		"$call":      (func(...any) any)(nil),
 		"$walk":      (func(any, int) any)(nil),
 		"$eq":        (func(any, any) bool)(nil),
+		"$in":        (func(any, any) bool)(nil),
+		"$zone":      (func(string) string)(nil),
+		"$layout":    (func(string) string)(nil),
 		"$cmp":       (func(any, any, string) bool)(nil),
 		"$weigh":     (func(any) any)(nil),
 		"$stepKey":   (func(any) any)(nil),
@@ -420,12 +469,16 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			// A literal array of constants or a range is sized in the text
 			// (and turned into a set or a comparison by the optimizer); the
 			// needle is still hashed or compared once per evaluation.
-			if !constantArray(n.Right) && !isRange(n.Right) {
-				n.Right = walkCall(n.Right, walkLinear)
-				p.patched = true
-			}
 			if p.loops && !cheapOperand(n.Left) {
 				n.Left = weighCall(n.Left)
+				p.patched = true
+			}
+			if !constantArray(n.Right) && !isRange(n.Right) {
+				// $in charges the walk, and each deep comparison (a
+				// collection needle) by the sizes compared.
+				call := budgetCall("$in", n.Left, n.Right)
+				call.SetLocation(n.Location())
+				ast.Patch(node, call)
 				p.patched = true
 			}
 		case "contains", "startsWith", "endsWith":
@@ -475,6 +528,17 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 			n.Property = weighCall(n.Property)
 			p.patched = true
 		}
+	case *ast.CallNode:
+		// A time's Format method is the one method the values in scope
+		// have whose work grows with an operand: its layout.
+		if m, ok := n.Callee.(*ast.MemberNode); ok && m.Method && len(n.Arguments) == 1 {
+			if name, ok := m.Property.(*ast.StringNode); ok && name.Value == "Format" && !cheapOperand(n.Arguments[0]) {
+				call := budgetCall("$layout", n.Arguments[0])
+				call.SetLocation(n.Arguments[0].Location())
+				n.Arguments[0] = call
+				p.patched = true
+			}
+		}
 	case *ast.BuiltinNode:
 		if mode, ok := walking[n.Name]; ok && !hasPredicate(n) {
 			for i, a := range n.Arguments {
@@ -498,6 +562,14 @@ func (p *budgetPatcher) Visit(node *ast.Node) {
 				pred.Node = call
 				p.patched = true
 			}
+		}
+		if n.Name == "timezone" && len(n.Arguments) == 1 {
+			// Loading a zone is charged through its name, which keeps the
+			// builtin (and the *time.Location it returns) typed.
+			call := budgetCall("$zone", n.Arguments[0])
+			call.SetLocation(n.Arguments[0].Location())
+			n.Arguments[0] = call
+			p.patched = true
 		}
 		if allocating[n.Name] {
 			args := append([]ast.Node{&ast.StringNode{Value: n.Name}}, n.Arguments...)

@@ -55,11 +55,33 @@ type Evaluator struct {
 	bound  bool // the budget's functions are in vars
 	// all: the template reads nodes whole (see Expression.all).
 	all bool
+	// bulky counts (up to 2) the values the template's expressions gave
+	// that may be large (collections, long strings), and built says that
+	// one of them was a collection the VM returned: the evaluation's
+	// value is then measured before it is handed on (see settle). They
+	// sit in the padding after the bools: an Evaluator is allocated with
+	// every attempt.
+	bulky uint8
+	built bool
 	// refs are the node ids the template names.
 	refs    []string
 	secrets map[string]any
 	vars    map[string]any
 }
+
+// A ValueBound is an Env that says how large, written out as a tree (as
+// every encoder and SizeOf see it), a template's value may be: what the
+// values in scope may hold without sharing (the input, the node outputs,
+// an evaluation's own allocations). A value over it is held more than once
+// (let a1 = [a0, a0]; … doubles with each let): its encodings and walks
+// would be exponentially larger than the memory it holds.
+type ValueBound interface {
+	MaxValueBytes() int64
+}
+
+// DefaultMaxValueBytes is the bound of a template's value when the Env
+// sets none.
+const DefaultMaxValueBytes = 256 << 20
 
 // NewEvaluator returns an Evaluator initialized with Init.
 func NewEvaluator(ctx context.Context, env Env, t Template, b Budget, up Upstream) *Evaluator {
@@ -85,8 +107,61 @@ func (ev *Evaluator) Eval(t Template) (any, error) {
 	if t.root == nil {
 		return nil, nil
 	}
-	return t.root.eval(ev)
+	ev.bulky, ev.built = 0, false
+	v, err := t.root.eval(ev)
+	if err != nil {
+		return nil, err
+	}
+	if ev.built || ev.bulky > 1 {
+		if err := ev.settle(t, v); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }
+
+// settle bounds the value a template hands on (a node's input, an http
+// body, the workflow's output…), measured as every encoder and walk after
+// it will see it: as a tree, a value held twice counted twice. Only an
+// evaluation that built a collection or gathered more than one large value
+// can hold one value more than once; a single reference is to a value
+// already bounded (the input, a node output). The walk stops at the bound.
+func (ev *Evaluator) settle(t Template, v any) error {
+	limit := int64(DefaultMaxValueBytes)
+	if vb, ok := ev.env.(ValueBound); ok {
+		limit = vb.MaxValueBytes()
+	}
+	if size := SizeWithin(v, limit); size > limit {
+		msg := fmt.Sprintf("the value would be written out as more than the %d bytes its scope can hold (a value held more than once, as let a = [b, b] does, is written out each time)", limit)
+		if x, ok := t.root.(typed); ok {
+			msg = fmt.Sprintf("expression %q: %s", x.e.src, msg)
+		}
+		return &Error{Code: protocol.CodeLimitExceeded, Message: msg, Err: &LimitError{What: "bytes", Limit: limit}}
+	}
+	return nil
+}
+
+// note counts a value an expression gave towards settle: vm is set when
+// the VM computed it.
+func (ev *Evaluator) note(v any, vm bool) {
+	switch x := v.(type) {
+	case nil, bool, int, float64:
+		return
+	case string:
+		if len(x) >= bulkyString {
+			ev.bulky = min(ev.bulky+1, 2)
+		}
+		return
+	}
+	if lenOf(v) > 0 {
+		ev.bulky = min(ev.bulky+1, 2)
+		ev.built = ev.built || vm
+	}
+}
+
+// bulkyString is the length from which a string counts as large for settle:
+// 20,000 expressions each giving a shorter one give at most 20 MB.
+const bulkyString = 1 << 10
 
 // Run evaluates one expression, as Eval does a template.
 func (ev *Evaluator) Run(e *Expression) (any, error) { return ev.run(e) }
@@ -157,6 +232,7 @@ func (ev *Evaluator) node(id any) any {
 func (ev *Evaluator) run(e *Expression) (any, error) {
 	if f := e.fast; f != nil {
 		if v, ok := ev.fast(f); ok {
+			ev.note(v, false)
 			return v, nil
 		}
 	}
@@ -181,6 +257,7 @@ func (ev *Evaluator) run(e *Expression) (any, error) {
 	if err != nil {
 		return nil, exprError(e, err)
 	}
+	ev.note(out, true)
 	return out, nil
 }
 

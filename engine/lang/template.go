@@ -399,6 +399,10 @@ func (x typed) eval(ev *Evaluator) (any, error) { return ev.run(x.e) }
 
 func (m mixed) eval(ev *Evaluator) (any, error) {
 	var b strings.Builder
+	// The values interpolated are written into the text, which is what
+	// the template hands on: they do not count towards settle.
+	bulky, built := ev.bulky, ev.built
+	defer func() { ev.bulky, ev.built = bulky, built }()
 	for i, e := range m.exprs {
 		b.WriteString(m.lits[i])
 		v, err := ev.run(e)
@@ -406,8 +410,21 @@ func (m mixed) eval(ev *Evaluator) (any, error) {
 			return nil, err
 		}
 		// The text grows by the value's size (its JSON, for non-strings):
-		// charged before it is written.
-		if err := ev.budget.charge(1, int64(len(m.lits[i]))+SizeOf(v)); err != nil {
+		// charged before it is written, a step per 64 bytes encoded and
+		// the bytes, measured with a walk that stops where the charge
+		// would fail (a value of shared references is exponentially
+		// larger written out than held).
+		var size int64
+		if s, ok := v.(string); ok {
+			size = int64(len(s)) + 16
+		} else {
+			size = SizeWithin(v, ev.budget.sizeLimit(64, 1))
+		}
+		steps := int64(1)
+		if _, ok := v.(string); !ok {
+			steps += size / 64
+		}
+		if err := ev.budget.charge(steps, int64(len(m.lits[i]))+size); err != nil {
 			return nil, exprError(e, err)
 		}
 		if err := writeInterpolated(&b, v); err != nil {

@@ -1,0 +1,6 @@
+//go:build !race
+
+package lang
+
+// raceDetector is set in a -race build (see race_on_test.go).
+const raceDetector = false
