@@ -72,3 +72,31 @@ func copies(n int, p string) []string {
 	}
 	return out
 }
+
+// Round 21: host patterns with an empty label match no host; every list
+// that holds them refuses them before acceptance, naming the entry.
+func TestHostPatternsEmptyLabels(t *testing.T) {
+	for _, tt := range []struct{ name, extra, path string }{
+		{"permissions", `"permissions":["http:a..b"]`, "permissions[0]"},
+		{"permissions, a dot alone", `"permissions":["http:."]`, "permissions[0]"},
+		{"grants", `"authorization":{"grants":["http:.example.com"]}`, "authorization.grants[0].resource"},
+		{"allowHosts", `"runtime":{"http":{"policy":{"allowHosts":["api..example.com"]}}}`, "runtime.http.policy.allowHosts[0]"},
+		{"a secret's hosts", `"runtime":{"http":{"secrets":{"k":{"value":"v","hosts":["a..b"]}}}}`, "runtime.http.secrets.k.hosts[0]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"version":1,"workflow":{"nodes":[{"id":"a","type":"set","with":{"value":1}}]},` + tt.extra + `}`
+			_, err := New(DefaultLimits()).PrepareBody([]byte(body))
+			var inv *protocol.Invalid
+			if !errors.As(err, &inv) {
+				t.Fatalf("got %v, want a 400", err)
+			}
+			found := false
+			for _, d := range inv.Details {
+				found = found || d.Path == tt.path && strings.Contains(d.Message, "empty label")
+			}
+			if !found {
+				t.Errorf("no detail at %s names the empty label: %v", tt.path, inv.Details)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,7 +153,11 @@ func (p *prep) prepareServices() {
 			continue
 		}
 		for i, h := range rt.HTTP.Secrets[name].Hosts {
-			if err := glob.Validate(h); err != nil {
+			check := glob.ValidateHost
+			if strings.Contains(h, ":") {
+				check = glob.Validate // an IPv6 literal has no labels
+			}
+			if err := check(h); err != nil {
 				p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts[%d]", name, i), "%v", err)
 			}
 		}

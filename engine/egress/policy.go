@@ -76,7 +76,12 @@ func compilePolicy(p protocol.HTTPPolicy) (policy, error) {
 // would silently never match and so turn an allow list into "deny all" or,
 // worse, a deny list into nothing.
 func hostPattern(p string) (string, error) {
-	if err := glob.Validate(p); err != nil {
+	if strings.Contains(p, ":") {
+		// An IPv6 literal has colons, and no labels to check.
+		if err := glob.Validate(p); err != nil {
+			return "", err
+		}
+	} else if err := glob.ValidateHost(p); err != nil {
 		return "", err
 	}
 	if strings.ContainsAny(p, "/@?#") {

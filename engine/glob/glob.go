@@ -80,6 +80,22 @@ func Validate(pattern string) error {
 	return nil
 }
 
+// ValidateHost is Validate for a host pattern, which also refuses an empty
+// label (".", "a..b", ".example.com"): no host name has one, so such a
+// pattern could never match, and an allow or deny list holding it would
+// silently do less than its author meant. One trailing dot is a fully
+// qualified name's, and is ignored as MatchHost ignores it.
+func ValidateHost(pattern string) error {
+	if err := Validate(pattern); err != nil {
+		return err
+	}
+	h := strings.TrimSuffix(pattern, ".")
+	if h == "" || strings.HasPrefix(h, ".") || strings.Contains(h, "..") {
+		return errors.New("a host pattern has no empty label (nothing between two dots, or before the first)")
+	}
+	return nil
+}
+
 // MaxPattern is the longest pattern Validate accepts. Matching takes time
 // in proportion to the pattern and the resource, and every action is
 // matched against whole lists of patterns.

@@ -112,6 +112,11 @@ func checkPattern(action, pattern string) string {
 		if strings.ContainsAny(pattern, "/[]") || strings.Count(pattern, ":") == 1 {
 			return `an http pattern is a host name without scheme, port or path (e.g. "api.example.com", "*.example.com")`
 		}
+		if !strings.Contains(pattern, ":") {
+			if err := glob.ValidateHost(pattern); err != nil {
+				return err.Error()
+			}
+		}
 	}
 	return ""
 }
