@@ -1,18 +1,12 @@
 package engine
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -49,7 +43,8 @@ func TestHostileDecodedReplies(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, toolCallReply([2]string{"t__add", `{"a":1,"b":2,"c":` + ampJSON(3<<20) + `}`}))
 	})
-	mcpSrv := newAmpMCP(t, ampJSON(4<<20))
+	mcpSrv := newReadsMCP(t, 0, false)
+	mcpSrv.amp = ampJSON(4 << 20)
 	models := func(m *httptest.Server) string {
 		return `"models":[{"role":"general","provider":"openai","model":"m","apiKey":"sk-x","baseUrl":"` + m.URL + `/v1"}]`
 	}
@@ -124,43 +119,4 @@ func TestHostileDecodedReplies(t *testing.T) {
 			t.Errorf("the heap grew by %d MB, want under %d MB", peak>>20, readsMaxPeak>>20)
 		}
 	})
-}
-
-// newAmpMCP is a real MCP server (the SDK's) whose tools/call of "amp"
-// is answered, by the handler in front of it, with a result whose
-// structured content is result.
-func newAmpMCP(t *testing.T, result string) *httptest.Server {
-	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "amp", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "amp"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-		return nil, nil, fmt.Errorf("answered by the handler")
-	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			sdk.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.Unmarshal(body, &msg)
-		if msg.Method == "tools/call" {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"content":[],"structuredContent":{"v":`+result+`}}}`)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sdk.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		for ss := range srv.Sessions() {
-			_ = ss.Close()
-		}
-		ts.CloseClientConnections()
-		ts.Close()
-	})
-	return ts
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,10 +43,10 @@ func TestHostilePermissionPatterns(t *testing.T) {
 		perms    []string
 		want     protocol.ExecutionStatus
 	}{
-		{"a long id against the longest near misses", long, copies(glob.MaxList, near), protocol.StatusFailed},
+		{"a long id against the longest near misses", long, slices.Repeat([]string{near}, glob.MaxList), protocol.StatusFailed},
 		{"a long id that a star allows is still denied", long, []string{"workflow:*"}, protocol.StatusFailed},
-		{"an id at the bound, the longest near misses", rep("a", 4000), copies(glob.MaxList, near), protocol.StatusFailed},
-		{"an id at the bound, allowed", rep("a", 4000), append(copies(glob.MaxList-1, near), "workflow:a*"), protocol.StatusCompleted},
+		{"an id at the bound, the longest near misses", rep("a", 4000), slices.Repeat([]string{near}, glob.MaxList), protocol.StatusFailed},
+		{"an id at the bound, allowed", rep("a", 4000), append(slices.Repeat([]string{near}, glob.MaxList-1), "workflow:a*"), protocol.StatusCompleted},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x, err := New(DefaultLimits()).PrepareBody([]byte(request(tt.id, tt.perms...)))
@@ -63,14 +64,6 @@ func TestHostilePermissionPatterns(t *testing.T) {
 			}
 		})
 	}
-}
-
-func copies(n int, p string) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = p
-	}
-	return out
 }
 
 // Round 21: host patterns with an empty label match no host; every list

@@ -108,11 +108,13 @@ func readsHugeCompletion(w http.ResponseWriter, n int64) {
 
 // readsMCP is a real MCP server (the SDK's) offering add and big (3 MB of
 // text), behind a handler that answers some requests itself: tools/call of
-// "huge" with a 200 MB JSON result, of "endless" with one SSE line that
-// never ends, tools/list with pages that never end (when listPage > 0, of
+// "huge" with a 200 MB JSON result, of "amp" with amp as structured content
+// (when set), of "endless" with one SSE line that never ends, tools/list with pages that never end (when listPage > 0, of
 // about listPage bytes), and the session's DELETE never (when hangDelete).
 type readsMCP struct {
 	*httptest.Server
+	// amp, when set, is the structured content of tools/call of "amp".
+	amp        string
 	bigSize    int
 	listPage   int
 	hangDelete bool
@@ -137,7 +139,7 @@ func newReadsMCPBig(t *testing.T, listPage int, hangDelete bool, bigSize int) *r
 	mcp.AddTool(srv, &mcp.Tool{Name: "big"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: big}}}, nil, nil
 	})
-	for _, name := range []string{"huge", "endless"} {
+	for _, name := range []string{"huge", "endless", "amp"} {
 		mcp.AddTool(srv, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return nil, nil, fmt.Errorf("answered by the hostile handler")
 		})
@@ -175,6 +177,10 @@ func newReadsMCPBig(t *testing.T, listPage int, hangDelete bool, bigSize int) *r
 			_, _ = io.WriteString(w, head+`{"content":[{"type":"text","text":"`)
 			readsFill(w, 200<<20)
 			_, _ = io.WriteString(w, `"}]}}`)
+			return
+		case msg.Method == "tools/call" && msg.Params.Name == "amp" && m.amp != "":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, head+`{"content":[],"structuredContent":{"v":`+m.amp+`}}}`)
 			return
 		case msg.Method == "tools/call" && msg.Params.Name == "endless":
 			w.Header().Set("Content-Type", "text/event-stream")

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/runnerd/lambda-runner/engine/lang"
 )
 
 // jsonSizeWithin reports how many bytes json.Marshal makes of v, walking
@@ -63,7 +65,7 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 		s.n += 4
 		return
 	case string:
-		s.n += stringJSONSize(v)
+		s.n += lang.JSONStringSize(v)
 		return
 	case float64:
 		s.n += int64(s.floatSize(v))
@@ -100,7 +102,7 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 			if s.over() {
 				return
 			}
-			s.n += stringJSONSize(k) + 1
+			s.n += lang.JSONStringSize(k) + 1
 			s.value(reflect.Value{}, e)
 		}
 		return
@@ -122,7 +124,7 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 		}
 		s.value(rv.Elem(), rv.Elem().Interface())
 	case reflect.String:
-		s.n += stringJSONSize(rv.String())
+		s.n += lang.JSONStringSize(rv.String())
 	case reflect.Bool:
 		s.n += 5
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -169,7 +171,7 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 			}
 			k := it.Key()
 			if k.Kind() == reflect.String {
-				s.n += stringJSONSize(k.String()) + 1
+				s.n += lang.JSONStringSize(k.String()) + 1
 			} else {
 				s.n += 2 + 24 + 1 // a number key, quoted
 			}
@@ -202,36 +204,6 @@ func (s *sizeWalk) floatSize(f float64) int {
 		return n - 1 // e-07 is written e-7
 	}
 	return len(b)
-}
-
-// stringJSONSize is the length of s as json.Marshal writes it: quoted, with
-// HTML characters, controls, U+2028, U+2029 and invalid bytes escaped.
-func stringJSONSize(s string) int64 {
-	n := int64(2)
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
-				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
-			n += 6
-		default:
-			n += int64(size)
-		}
-		i += size
-	}
-	return n
 }
 
 // clipJSON returns a value whose JSON starts as v's does for at least
@@ -275,7 +247,7 @@ func clip(v any, budget int64) (any, int64) {
 		slices.Sort(keys)
 		out, used := make(map[string]any, 8), int64(2)
 		for _, k := range keys {
-			used += stringJSONSize(k) + 1
+			used += lang.JSONStringSize(k) + 1
 			c, n := clip(v[k], budget-used)
 			out[k] = c
 			if used += n + 1; used >= budget {

@@ -293,10 +293,11 @@ func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.To
 	badArgs := false
 	if raw := strings.TrimSpace(string(tc.Arguments)); raw != "" {
 		var v any
-		if max := c.Limits().MaxOutputBytes; max > 0 && jsonweight.Of([]byte(raw)) > max {
+		b := []byte(raw)
+		if max := c.Limits().MaxOutputBytes; max > 0 && jsonweight.Of(b) > max {
 			// Bounded before it is decoded, as every reply is.
 			badArgs = true
-		} else if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		} else if err := json.Unmarshal(b, &v); err != nil {
 			badArgs = true
 		} else if v != nil {
 			rec["arguments"] = v

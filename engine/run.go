@@ -286,8 +286,8 @@ func (r *run) traced(v any) json.RawMessage {
 		// Past the limit, only the start of it is encoded for the
 		// preview, with room beyond the cut so that a secret across it
 		// is redacted whole before the preview is cut.
-		if _, fits, _ := jsonSizeWithin(v, int64(limit)); !fits {
-			total, _, deep := jsonSizeWithin(v, 8*r.x.limits.MaxOutputBytes+int64(limit))
+		total, _, deep := jsonSizeWithin(v, 8*r.x.limits.MaxOutputBytes+int64(limit))
+		if total > int64(limit) || deep {
 			head, err := r.marshal(clipJSON(v, int64(limit)/2+tracedMargin))
 			if err != nil || deep {
 				head = nil

@@ -138,10 +138,10 @@ func matchSegment(pattern, s string) bool {
 		return false
 	}
 	s = s[len(head) : len(s)-len(tail)]
-	for _, chunk := range strings.Split(pattern[first+1:last+1], "*") {
-		if chunk == "" {
-			continue
-		}
+	// The literals between the first star and the last, in order.
+	for mid := pattern[first+1 : max(first+1, last)]; mid != ""; {
+		var chunk string
+		chunk, mid, _ = strings.Cut(mid, "*")
 		i := strings.Index(s, chunk)
 		if i < 0 {
 			return false

@@ -620,7 +620,7 @@ func (w *jsonWalk) add(v any, depth int64) bool {
 		}
 		return w.take(5)
 	case string:
-		return w.take(jsonStringSize(v))
+		return w.take(JSONStringSize(v))
 	case int, int64, float64, float32, int32, uint64, uint:
 		return w.take(24)
 	case []any:
@@ -652,7 +652,7 @@ func (w *jsonWalk) add(v any, depth int64) bool {
 			return false
 		}
 		for k, e := range v {
-			n := jsonStringSize(k) + 1
+			n := JSONStringSize(k) + 1
 			if w.indent {
 				n++ // the space after the colon
 			}
@@ -670,17 +670,18 @@ func (w *jsonWalk) add(v any, depth int64) bool {
 	return w.take(2*SizeWithin(v, w.left/2+1) + 2*depth)
 }
 
-// jsonStringSize is the length of s quoted and escaped.
-func jsonStringSize(s string) int64 {
+// JSONStringSize is the length of s as json.Marshal writes it: quoted, with
+// HTML characters, controls, U+2028, U+2029 and invalid bytes escaped.
+func JSONStringSize(s string) int64 {
 	n := int64(2)
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+				n += 2
 			case c < 0x20 || c == '<' || c == '>' || c == '&':
 				n += 6
-			case c == '"' || c == '\\':
-				n += 2
 			default:
 				n++
 			}
@@ -689,9 +690,7 @@ func jsonStringSize(s string) int64 {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 6
-		case r == '\u2028' || r == '\u2029':
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
 			n += 6
 		default:
 			n += int64(size)
