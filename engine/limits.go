@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 )
 
@@ -192,9 +193,12 @@ type ReadCaps struct {
 	// included) sent back to the model with each step: four outputs, at
 	// most a quarter of the memory budget.
 	Conversation int64
-	// InFlight caps the reply bytes of all the execution's reads in
-	// progress at once (concurrent nodes each reading a reply): half the
-	// memory budget, the other half being for node outputs.
+	// InFlight caps what all the execution's reads in progress at once
+	// hold (concurrent nodes each reading a reply): a model reply counts
+	// for what its SDK holds while it decodes it (models' Costs, many
+	// times its bytes), any other for its bytes. Half the memory budget,
+	// the other half being for node outputs, and never less than one
+	// model reply of Reply bytes costs.
 	InFlight int64
 }
 
@@ -206,6 +210,6 @@ func (l Limits) Reads() ReadCaps {
 		ToolList:      l.MaxOutputBytes + replySlack,
 		ToolListPages: MaxToolListPages,
 		Conversation:  max(min(4*l.MaxOutputBytes, l.MemoryBudget/4), l.MaxOutputBytes),
-		InFlight:      max(l.MemoryBudget/2, l.MaxOutputBytes+replySlack),
+		InFlight:      max(l.MemoryBudget/2, models.MaxReplyCostPerByte*(l.MaxOutputBytes+replySlack)),
 	}
 }

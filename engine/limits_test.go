@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"github.com/runnerd/lambda-runner/protocol"
-
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,6 +8,9 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
+
+	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/protocol"
 )
 
 // TestLimitsInBand covers the limits an execution meets while it runs: each
@@ -294,8 +295,10 @@ func TestReads(t *testing.T) {
 		want ReadCaps
 	}{
 		{name: "defaults (512 MB)", want: ReadCaps{Reply: 4<<20 + 64<<10, ToolList: 4<<20 + 64<<10, ToolListPages: 100, Conversation: 16 << 20, InFlight: 64 << 20}},
+		// In flight, one model reply of Reply bytes can still be decoded.
 		{name: "a small budget caps the conversation", l: Limits{MemoryBudget: 32 << 20},
-			want: ReadCaps{Reply: 4<<20 + 64<<10, ToolList: 4<<20 + 64<<10, ToolListPages: 100, Conversation: 8 << 20, InFlight: 16 << 20}},
+			want: ReadCaps{Reply: 4<<20 + 64<<10, ToolList: 4<<20 + 64<<10, ToolListPages: 100, Conversation: 8 << 20,
+				InFlight: models.MaxReplyCostPerByte * (4<<20 + 64<<10)}},
 		{name: "a small output cap", l: Limits{MaxOutputBytes: 1 << 20},
 			want: ReadCaps{Reply: 1<<20 + 64<<10, ToolList: 1<<20 + 64<<10, ToolListPages: 100, Conversation: 4 << 20, InFlight: 64 << 20}},
 	}

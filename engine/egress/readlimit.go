@@ -21,6 +21,12 @@ import (
 // limit (NewInFlightLimit) gives a body's bytes back when the body is
 // closed: it bounds what is being read at once, not in total.
 //
+// An SDK decodes a reply into types of its own, which can hold many times
+// its text: a structure per array element, copies of strings, the raw text
+// of each field. A costed limit (Costed) charges its in-flight parents that
+// estimate instead, and holds it past the body's Close, since the SDK
+// decodes after closing, until the caller's Release.
+//
 // The SDKs do not all keep the error a body returns, so after a call the
 // adapter asks Err which limit was crossed. The zero value and nil bound
 // nothing. A ReadLimit is safe for concurrent use.
@@ -29,7 +35,11 @@ type ReadLimit struct {
 	what     string
 	inFlight bool
 	weighed  bool
+	cost     Cost
 	parent   *ReadLimit
+	// held is what l's costed bodies charged the in-flight limits above it
+	// and have not given back: Release does.
+	held atomic.Int64
 
 	n    atomic.Int64
 	mu   sync.Mutex
@@ -48,13 +58,21 @@ type ReadLimitError struct {
 	InFlight bool
 	// Weighed is set when the reply was counted as what it decodes to.
 	Weighed bool
+	// Costed is set when what was too much is what an SDK would hold
+	// decoding: the reply's alone, or with InFlight, of the replies read
+	// at once.
+	Costed bool
 }
 
 func (e *ReadLimitError) Error() string {
-	if e.InFlight {
+	switch {
+	case e.InFlight && e.Costed:
+		return fmt.Sprintf("replies being read at once would take more than %d bytes to decode", e.Limit)
+	case e.Costed:
+		return fmt.Sprintf("%s would take more than %d bytes to decode", e.What, e.Limit)
+	case e.InFlight:
 		return fmt.Sprintf("replies being read at once exceed %d bytes", e.Limit)
-	}
-	if e.Weighed {
+	case e.Weighed:
 		return fmt.Sprintf("%s exceeds %d bytes (as decoded)", e.What, e.Limit)
 	}
 	return fmt.Sprintf("%s exceeds %d bytes", e.What, e.Limit)
@@ -78,6 +96,42 @@ func (l *ReadLimit) Weighed() *ReadLimit {
 		l.weighed = true
 	}
 	return l
+}
+
+// Cost is what an SDK spends on the heap decoding a reply into its types,
+// at most: PerByte for each byte of the reply's text and PerValue for each
+// JSON value in it (an element, a member's value, a scalar), as measured
+// for that SDK. The zero Cost charges what the limit itself counts.
+type Cost struct {
+	PerByte, PerValue int64
+}
+
+// of returns the cost of a text of n bytes holding values JSON values.
+func (c Cost) of(n, values int64) int64 { return n*c.PerByte + values*c.PerValue }
+
+// Costed makes l weighed (as Weighed does) and charge its in-flight
+// parents, for each body, c's estimate of what decoding it will hold,
+// until Release, rather than its bytes until Close; it returns l. It is
+// for a reply an SDK reads whole, closes, then decodes into its own types
+// (a model reply): each such reply in progress counts for what it costs
+// while it costs it.
+func (l *ReadLimit) Costed(c Cost) *ReadLimit {
+	if l != nil {
+		l.weighed = true
+		l.cost = c
+	}
+	return l
+}
+
+// Release gives back to the in-flight limits above l what l's costed
+// bodies still hold of them. Call it once the SDK's call has returned and
+// its decoded reply is garbage; a limit that is not costed gives its
+// bodies' bytes back as each is closed. Nil-safe.
+func (l *ReadLimit) Release() {
+	if l == nil {
+		return
+	}
+	l.release(l.held.Swap(0))
 }
 
 // NewInFlightLimit returns a limit of max bytes being read at once: each
@@ -118,13 +172,27 @@ func (l *ReadLimit) Body(rc io.ReadCloser) io.ReadCloser {
 	return &limitedBody{rc: rc, l: l}
 }
 
-// charge adds n bytes to l and its parents and reports the limit crossed,
-// nil if none was.
-func (l *ReadLimit) charge(n int64) *ReadLimitError {
+// charge adds n bytes to l and its parents that are not in-flight limits,
+// and flight to those that are, and reports the limit crossed, nil if none
+// was. own is the body's whole cost so far when l is costed: one that
+// alone is over an in-flight limit is this reply's failure, not the
+// others'.
+func (l *ReadLimit) charge(n, flight, own int64) *ReadLimitError {
 	var crossed *ReadLimitError
+	costed := l.cost != Cost{}
 	for c := l; c != nil; c = c.parent {
-		if total := c.n.Add(n); c.max > 0 && total > c.max && crossed == nil {
-			crossed = &ReadLimitError{What: c.what, Limit: c.max, InFlight: c.inFlight, Weighed: l.weighed && !c.inFlight}
+		add := n
+		if c.inFlight {
+			add = flight
+		}
+		total := c.n.Add(add)
+		switch {
+		case crossed != nil || c.max <= 0 || total <= c.max:
+		case c.inFlight && costed && own > c.max:
+			crossed = &ReadLimitError{What: l.what, Limit: c.max, Weighed: true, Costed: true}
+		default:
+			crossed = &ReadLimitError{What: c.what, Limit: c.max, InFlight: c.inFlight,
+				Weighed: l.weighed, Costed: c.inFlight && costed}
 		}
 	}
 	return crossed
@@ -166,6 +234,7 @@ type limitedBody struct {
 	// it was charged. Reads of one body do not run at once.
 	meter         jsonweight.Meter
 	bytes, weight int64
+	cost          int64 // what of meter's cost estimate was charged
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -181,8 +250,15 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 			w := max(b.meter.Weight(), b.bytes)
 			charge, b.weight = w-b.weight, w
 		}
-		b.read.Add(charge)
-		if e := b.l.charge(charge); e != nil {
+		flight := charge
+		if c := b.l.cost; c != (Cost{}) {
+			total := c.of(b.bytes, b.meter.Values())
+			flight, b.cost = total-b.cost, total
+			b.l.held.Add(flight)
+		} else {
+			b.read.Add(flight)
+		}
+		if e := b.l.charge(charge, flight, b.cost); e != nil {
 			b.err.Store(e)
 			b.l.record(e)
 			// The bytes past the limit are not handed on: the reader
@@ -194,7 +270,8 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error {
-	// The body's bytes are released once, whoever closes it.
+	// The body's bytes are released once, whoever closes it; a costed
+	// body's charge is held until Release.
 	b.close.Do(func() { b.l.release(b.read.Load()) })
 	return b.rc.Close()
 }

@@ -78,3 +78,52 @@ func TestReadLimitInFlight(t *testing.T) {
 		t.Errorf("err %v, want the in-flight limit", err)
 	}
 }
+
+// A costed limit charges its in-flight parent what decoding will hold (per
+// byte and per JSON value), keeps the charge past Close until Release, and
+// names the reply when it alone is over the in-flight limit.
+func TestReadLimitCosted(t *testing.T) {
+	read := func(l *ReadLimit, text string) error {
+		b := l.Body(io.NopCloser(strings.NewReader(text)))
+		_, err := io.ReadAll(b)
+		_ = b.Close()
+		return err
+	}
+	cost := Cost{PerByte: 2, PerValue: 100}
+	pool := NewInFlightLimit(1000)
+	a := NewReadLimit(0, "model reply", pool).Costed(cost)
+	if err := read(a, `[{},{}]`); err != nil { // 7 bytes, 3 values: 314
+		t.Fatal(err)
+	}
+	if got := pool.n.Load(); got != 314 {
+		t.Errorf("after Close the pool holds %d, want 314 (held until Release)", got)
+	}
+	b := NewReadLimit(0, "model reply", pool).Costed(cost)
+	err := read(b, strings.Repeat(`[1,`, 3)+`1]`) // over with a's 314
+	var rl *ReadLimitError
+	if !errors.As(err, &rl) || !rl.InFlight || err.Error() != "replies being read at once would take more than 1000 bytes to decode" {
+		t.Errorf("err %v, want the in-flight limit's, as decoded", err)
+	}
+	a.Release()
+	b.Release()
+	a.Release() // twice gives nothing back twice
+	if got := pool.n.Load(); got != 0 {
+		t.Errorf("after Release the pool holds %d, want 0", got)
+	}
+	c := NewReadLimit(0, "model reply", pool).Costed(cost)
+	err = read(c, "["+strings.Repeat(`{},`, 9)+`{}]`)
+	if !errors.As(err, &rl) || rl.InFlight || err.Error() != "model reply would take more than 1000 bytes to decode" {
+		t.Errorf("err %v, want the reply's own failure", err)
+	}
+	c.Release()
+	// A weighed, uncosted body is given back on Close.
+	d := NewReadLimit(0, "tool result", pool).Weighed()
+	if err := read(d, `[{}]`); err != nil {
+		t.Fatal(err)
+	}
+	if got := pool.n.Load(); got != 0 {
+		t.Errorf("a weighed body's charge after Close is %d, want 0", got)
+	}
+	var none *ReadLimit
+	none.Costed(cost).Release() // nil-safe
+}

@@ -20,7 +20,8 @@ const (
 // that is not JSON is weighed as far as it looks like it, and the decoder
 // says what is wrong with it. The zero value is ready to use.
 type Meter struct {
-	n int64
+	n      int64
+	values int64
 	// stack holds the open containers: '{' or '['.
 	stack []byte
 	// key is set in an object where a member's key is next.
@@ -32,6 +33,10 @@ type Meter struct {
 
 // Weight returns the weight of what was written so far.
 func (m *Meter) Weight() int64 { return m.n }
+
+// Values returns how many JSON values (objects, arrays, strings, scalars;
+// not member names) were begun in what was written so far.
+func (m *Meter) Values() int64 { return m.values }
 
 // Write weighs p, the next piece of the text. It always returns len(p), nil.
 func (m *Meter) Write(p []byte) (int, error) {
@@ -98,8 +103,9 @@ func (m *Meter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// value counts the slot of a value about to start in an array.
+// value counts a value about to start, and its slot in an array.
 func (m *Meter) value() {
+	m.values++
 	if m.top() == '[' {
 		m.n += slotWeight
 	}

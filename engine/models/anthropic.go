@@ -66,6 +66,8 @@ func (c *Clients) anthropic(m protocol.Model) *anthropicProvider {
 // The Messages API version the SDK speaks has no sampling temperature, so
 // a temperature (the request's or the entry's) is not sent.
 func (p *anthropicProvider) Complete(ctx context.Context, req Request) (*Response, error) {
+	req.Read = req.Read.Costed(anthropicReplyCost)
+	defer req.Read.Release()
 	params, err := p.params(req)
 	if err != nil {
 		return nil, err

@@ -121,6 +121,8 @@ func addHeaders(headers map[string]string) func(*middleware.Stack) error {
 
 // Complete implements Provider.
 func (p *bedrockProvider) Complete(ctx context.Context, req Request) (*Response, error) {
+	req.Read = req.Read.Costed(bedrockReplyCost)
+	defer req.Read.Release()
 	in, err := p.input(req)
 	if err != nil {
 		return nil, err

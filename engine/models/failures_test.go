@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -299,6 +300,8 @@ func TestProviderUnknown(t *testing.T) {
 
 // TestReplyLimit: a reply larger than Request.Read fails while the SDK
 // reads it, with every provider, as an *Error unwrapping the limit's error.
+// A reply is counted as what it decodes to (jsonweight), or its bytes
+// when they are more.
 func TestReplyLimit(t *testing.T) {
 	for _, w := range wires {
 		t.Run(w.provider, func(t *testing.T) {
@@ -317,7 +320,7 @@ func TestReplyLimit(t *testing.T) {
 			if !errors.As(err, &e) || !errors.As(err, &rl) || !strings.Contains(e.Message, "model reply exceeds") {
 				t.Errorf("Complete error = %v, want the reply limit's", err)
 			}
-			req.Read = egress.NewReadLimit(int64(len(w.ok)), "model reply", nil)
+			req.Read = egress.NewReadLimit(max(jsonweight.Of([]byte(w.ok)), int64(len(w.ok))), "model reply", nil)
 			if _, err := p.Complete(context.Background(), req); err != nil {
 				t.Errorf("a reply at the limit failed: %v", err)
 			}

@@ -85,10 +85,12 @@ type Request struct {
 	// OpenAI as native structured output (response_format json_schema), with
 	// Anthropic and Bedrock as an instruction appended to the system prompt.
 	JSONSchema json.RawMessage
-	// Read bounds the reply's bytes while the SDK reads them (every
-	// attempt's body counts); nil means no bound. A call whose reply
-	// crosses it fails with an *Error that unwraps to the
-	// *egress.ReadLimitError.
+	// Read bounds the reply while the SDK reads it (every attempt's body
+	// counts); nil means no bound. Complete makes it costed with its SDK's
+	// Cost and releases it before returning, so each reply is bounded by
+	// what it decodes to, and its in-flight parents by what the SDK holds
+	// while it decodes. A call whose reply crosses it fails with an *Error
+	// that unwraps to the *egress.ReadLimitError.
 	Read *egress.ReadLimit
 }
 
@@ -193,6 +195,25 @@ func readLimitError(provider string, req Request) *Error {
 	}
 	return &Error{Provider: provider, Message: "reply too large: " + err.Error(), cause: err}
 }
+
+// What each SDK holds on the heap while it decodes a reply, at most: per
+// byte (the body read whole, the strings decoded from it, the raw text
+// the SDKs keep of each field) and per JSON value (a structure of the
+// SDK's for each element of an array it decodes into its types, a
+// thousand bytes and more for an empty object). TestReplyCost measures
+// them over replies shaped to make each SDK hold the most and fails when
+// an SDK holds more; they are a quarter or more above what it measured. A
+// megabyte of empty choices made openai-go hold 320 MB.
+var (
+	openAIReplyCost    = egress.Cost{PerByte: 14, PerValue: 1500}
+	anthropicReplyCost = egress.Cost{PerByte: 8, PerValue: 1400}
+	bedrockReplyCost   = egress.Cost{PerByte: 8, PerValue: 300}
+)
+
+// MaxReplyCostPerByte is the most any provider's reply costs a byte of its
+// text: a reply as large as its limit can always be read alone when the
+// in-flight limit is at least this times the reply limit.
+const MaxReplyCostPerByte = 14
 
 // limitBody is an OpenAI/Anthropic SDK middleware that bounds the reply's
 // body by the request's read limit while the SDK reads it.

@@ -70,6 +70,8 @@ func (c *Clients) openAI(m protocol.Model) *openAIProvider {
 
 // Complete implements Provider.
 func (p *openAIProvider) Complete(ctx context.Context, req Request) (*Response, error) {
+	req.Read = req.Read.Costed(openAIReplyCost)
+	defer req.Read.Release()
 	params, err := p.params(req)
 	if err != nil {
 		return nil, err
