@@ -114,7 +114,10 @@ func readsHugeCompletion(w http.ResponseWriter, n int64) {
 type readsMCP struct {
 	*httptest.Server
 	// amp, when set, is the structured content of tools/call of "amp".
-	amp        string
+	amp string
+	// list and call, when set, are the result of every tools/list and of
+	// tools/call of "amp".
+	list, call string
 	bigSize    int
 	listPage   int
 	hangDelete bool
@@ -165,6 +168,14 @@ func newReadsMCPBig(t *testing.T, listPage int, hangDelete bool, bigSize int) *r
 		_ = json.Unmarshal(body, &msg)
 		head := `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":`
 		switch {
+		case msg.Method == "tools/list" && m.list != "":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, head+m.list+`}`)
+			return
+		case msg.Method == "tools/call" && msg.Params.Name == "amp" && m.call != "":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, head+m.call+`}`)
+			return
 		case msg.Method == "tools/list" && m.listPage > 0:
 			n := m.listed.Add(1)
 			w.Header().Set("Content-Type", "application/json")

@@ -132,7 +132,7 @@ func toolError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, toolsets.ErrTimeout):
 		return &NodeError{Code: protocol.CodeTimeout, Message: err.Error(), Err: err}
-	case errors.Is(err, toolsets.ErrTooManyPages):
+	case errors.Is(err, toolsets.ErrTooManyPages), errors.Is(err, toolsets.ErrTooManyTools):
 		return &NodeError{Code: protocol.CodeLimitExceeded, Message: err.Error(), Err: err}
 	}
 	return &NodeError{Code: protocol.CodeToolError, Message: err.Error(), Err: err}

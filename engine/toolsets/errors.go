@@ -27,6 +27,9 @@ var (
 	// ErrTooManyPages: the server's tool list had more pages than
 	// Options.MaxListPages.
 	ErrTooManyPages = errors.New("too many tools/list pages")
+	// ErrTooManyTools: the server's tool list had more than MaxTools
+	// tools, all its pages together.
+	ErrTooManyTools = errors.New("too many tools")
 )
 
 // Error is every failure of a toolset: connect, protocol, server gone,

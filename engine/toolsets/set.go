@@ -178,9 +178,12 @@ func (s *Set) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 		return nil, err
 	}
 	defer end()
-	lim := s.reads.limit(s.reads.list, "tools/list")
+	lim := s.reads.limit(s.reads.list, "tools/list").Costed(ResponseCost)
+	defer lim.Release()
 	opCtx, stop := s.reads.bound(opCtx, lim)
 	defer stop()
+	count := &listCount{max: MaxTools}
+	opCtx = withListCount(opCtx, count)
 	var tools []Tool
 	err = t.do(opCtx, func(c *conn) (err error) {
 		tools, err = c.listTools(opCtx, s.reads.pages)
@@ -188,6 +191,9 @@ func (s *Set) Tools(ctx context.Context, toolset string) ([]Tool, error) {
 	})
 	if e := lim.Err(); e != nil {
 		return nil, &Error{Toolset: t.def.Name, Message: e.Error(), cause: e}
+	}
+	if e := count.failure(); e != nil {
+		return nil, &Error{Toolset: t.def.Name, Message: e.Message, cause: e.cause}
 	}
 	if err != nil {
 		return nil, t.fail(ctx, opCtx, "", err)
@@ -209,7 +215,8 @@ func (s *Set) Call(ctx context.Context, toolset, tool string, args map[string]an
 		return nil, err
 	}
 	defer end()
-	lim := s.reads.limit(s.reads.response, "tool result")
+	lim := s.reads.limit(s.reads.response, "tool result").Costed(ResponseCost)
+	defer lim.Release()
 	opCtx, stop := s.reads.bound(opCtx, lim)
 	defer stop()
 	var res *mcp.CallToolResult

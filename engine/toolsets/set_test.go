@@ -325,3 +325,30 @@ func TestStateless(t *testing.T) {
 		t.Errorf("initialize requests = %d, want 0", got)
 	}
 }
+
+// Callers listing a toolset at once share one listing: the server is asked
+// for its tools once, not once per caller, and every caller gets them.
+func TestToolsListedOnceAtOnce(t *testing.T) {
+	srv := newTestServer(t, 2, false)
+	set := newSet(t, protocol.Toolset{Name: "math", URL: srv.URL})
+	var wg sync.WaitGroup
+	lens := make([]int, 16)
+	for i := range lens {
+		wg.Go(func() {
+			tools, err := set.Tools(context.Background(), "math")
+			if err != nil {
+				t.Errorf("Tools: %v", err)
+			}
+			lens[i] = len(tools)
+		})
+	}
+	wg.Wait()
+	for i, n := range lens {
+		if n != lens[0] || n == 0 {
+			t.Errorf("caller %d got %d tools, caller 0 %d", i, n, lens[0])
+		}
+	}
+	if pages := (lens[0] + 1) / 2; srv.count("tools/list") != pages {
+		t.Errorf("the server was asked for %d pages, want %d (one listing)", srv.count("tools/list"), pages)
+	}
+}

@@ -48,6 +48,9 @@ type conn struct {
 
 	mu    sync.Mutex
 	tools []Tool // the session's tool list, nil until fetched
+	// listing is closed when the listing in progress ends; nil when none
+	// is.
+	listing chan struct{}
 }
 
 // acquire returns the toolset's session, starting the connect if there is
@@ -112,13 +115,13 @@ func (t *toolset) connect(c *conn) {
 				return
 			}
 		}
-		transport := &mcp.StreamableClientTransport{
+		transport := countingTransport{&mcp.StreamableClientTransport{
 			Endpoint:   t.def.URL,
 			HTTPClient: t.http,
 			// Only request/response is needed; see the package documentation.
 			DisableStandaloneSSE: true,
 			MaxEventSize:         t.set.reads.eventSize(),
-		}
+		}}
 		sess, err := t.set.client.Connect(ctx, transport, nil)
 		done <- result{sess, err}
 	}()
@@ -227,12 +230,46 @@ func (t *toolset) closedError() *Error {
 // at most maxPages of them (0 for no bound). Concurrent first uses may each
 // fetch the list; the result is the same.
 func (c *conn) listTools(ctx context.Context, maxPages int) ([]Tool, error) {
-	c.mu.Lock()
-	cached := c.tools
-	c.mu.Unlock()
-	if cached != nil {
-		return slices.Clone(cached), nil
+	// One listing at a time: callers that arrive while one is in progress
+	// (sixteen nodes of a map, say) wait for its list rather than each
+	// having the server send it and the SDK decode it again. A waiter
+	// whose listing failed lists itself.
+	for {
+		c.mu.Lock()
+		if c.tools != nil {
+			cached := c.tools
+			c.mu.Unlock()
+			return slices.Clone(cached), nil
+		}
+		wait := c.listing
+		if wait == nil {
+			c.listing = make(chan struct{})
+			c.mu.Unlock()
+			break
+		}
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	tools, err := c.fetchTools(ctx, maxPages)
+	c.mu.Lock()
+	if err == nil {
+		c.tools = tools
+	}
+	close(c.listing)
+	c.listing = nil
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(tools), nil
+}
+
+// fetchTools asks the server for every page of its tool list.
+func (c *conn) fetchTools(ctx context.Context, maxPages int) ([]Tool, error) {
 	tools := []Tool{}
 	params := &mcp.ListToolsParams{}
 	for page := 1; ; page++ {
@@ -248,15 +285,11 @@ func (c *conn) listTools(ctx context.Context, maxPages int) ([]Tool, error) {
 			tools = append(tools, tt)
 		}
 		if res.NextCursor == "" {
-			break
+			return tools, nil
 		}
 		if maxPages > 0 && page >= maxPages {
 			return nil, &Error{Message: fmt.Sprintf("tools/list still had more pages after %d", maxPages), cause: ErrTooManyPages}
 		}
 		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	c.mu.Lock()
-	c.tools = tools
-	c.mu.Unlock()
-	return slices.Clone(tools), nil
 }

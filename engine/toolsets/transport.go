@@ -26,6 +26,16 @@ func (r reads) eventSize() int {
 	return int(r.response) + 64<<10
 }
 
+// ResponseCost is what the MCP SDK holds on the heap while it decodes a
+// tool result or a page of tools/list, per byte and per JSON value of it,
+// at most: a JSON-RPC envelope, then the result's own types (each content
+// block, each input schema decoded and re-encoded). A tool result of
+// 60,000 empty content blocks, 175 KB, held 19 MB. The engine's
+// TestMCPDecodeCost holds it to what the SDK measured. An operation's
+// responses are charged it until the operation returns (Set.Tools,
+// Set.Call).
+var ResponseCost = egress.Cost{PerByte: 8, PerValue: 600}
+
 // limit returns a limit of max bytes named what, charged to the in-flight
 // limit too.
 func (r reads) limit(max int64, what string) *egress.ReadLimit {
