@@ -70,7 +70,9 @@ func TestHostileDecodedReplies(t *testing.T) {
 		name:     "16 MCP results of 4 MB of {} at once",
 		workflow: mapOf(`{"id":"c","type":"tool","onError":"continue","timeoutMs":10000,"with":{"toolset":"t","tool":"amp"}}`),
 		runtime:  `{"toolsets":[{"name":"t","url":"` + mcpSrv.URL + `","timeoutMs":10000}]}`,
-		node:     "m[0].c", message: "(as decoded)", anyCode: true,
+		// Over the reply cap as decoded, or over the in-flight cap as the
+		// SDK would hold them, whichever a result crosses first.
+		node: "m[0].c", message: "decode", anyCode: true,
 	}, {
 		name:     "one MCP result of 4 MB of {}",
 		workflow: `{"nodes":[{"id":"c","type":"tool","timeoutMs":10000,"with":{"toolset":"t","tool":"amp"}}]}`,

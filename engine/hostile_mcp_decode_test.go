@@ -134,7 +134,11 @@ func TestMCPDecodeCost(t *testing.T) {
 			// The collector at work after every 2% of growth, so that the
 			// heap stays near what is live, as GOMEMLIMIT keeps it.
 			defer debug.SetGCPercent(debug.SetGCPercent(2))
+			// The least of two peaks: what the collector had not yet
+			// reclaimed is counted too, and differs from run to run.
 			_, peak, _ := mcpAmpRun(t, 1, tt.list, tt.call)
+			_, again, _ := mcpAmpRun(t, 1, tt.list, tt.call)
+			peak = min(peak, again)
 			text := tt.list
 			if tt.call != "" {
 				text = tt.call

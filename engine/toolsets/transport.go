@@ -34,7 +34,7 @@ func (r reads) eventSize() int {
 // TestMCPDecodeCost holds it to what the SDK measured. An operation's
 // responses are charged it until the operation returns (Set.Tools,
 // Set.Call).
-var ResponseCost = egress.Cost{PerByte: 8, PerValue: 600}
+var ResponseCost = egress.Cost{PerByte: 8, PerValue: 800}
 
 // limit returns a limit of max bytes named what, charged to the in-flight
 // limit too.
