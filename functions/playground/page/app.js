@@ -789,11 +789,18 @@ async function start(req) {
   clearTimeout(previewTimer);
   preview.key = JSON.stringify([req.workflow, req.runtime && req.runtime.workflows]);
   const keepView = views.map((v) => v);
-  showWorkflow(req.workflow, req.runtime && req.runtime.workflows);
-  // Stay on the level on show (an iteration, a child) when re-running.
-  if (keepView.length > 1 && keepView[0].label === views[0].label) {
-    views = keepView;
-    drawView();
+  try {
+    showWorkflow(req.workflow, req.runtime && req.runtime.workflows);
+    // Stay on the level on show (an iteration, a child) when re-running.
+    if (keepView.length > 1 && keepView[0].label === views[0].label) {
+      views = keepView;
+      drawView();
+    }
+  } catch {
+    // A document the graph cannot draw still goes to the runner, whose
+    // answer (its problems) says what is wrong; the run must not stay
+    // "active" with nothing sent, which would leave the page stuck.
+    showWorkflow(null, []);
   }
   ui.problems.replaceChildren();
   tabCount("problems", 0);

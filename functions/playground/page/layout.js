@@ -17,7 +17,9 @@ export function layout(nodes) {
     succs.set(n.id, []);
   }
   for (const n of nodes) {
-    for (const d of n.needs || []) {
+    // needs comes from whatever was pasted: only an array is read (the
+    // runner refuses anything else, and a number would throw here).
+    for (const d of Array.isArray(n.needs) ? n.needs : []) {
       if (ids.has(d) && d !== n.id && !preds.get(n.id).includes(d)) {
         preds.get(n.id).push(d);
         succs.get(d).push(n.id);
