@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -10,18 +11,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerd/lambda-runner/cmd/runnerctl/internal/progress"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
 func newCapsCmd(env *Env, g *global) *cobra.Command {
-	var raw bool
+	var (
+		raw     bool
+		timeout time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "caps",
 		Short: "Show the runner's capabilities",
 		Long:  "caps fetches GET /v1/capabilities and shows it for people; --json prints the document as the runner sent it.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			caps, body, err := g.client(env).Capabilities(cmd.Context())
+			// A whole document, not a stream: a runner that drips it
+			// forever does not hold runnerctl forever.
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			caps, body, err := g.client(env).Capabilities(ctx)
 			if err != nil {
 				return refusal(env, err, false)
 			}
@@ -33,6 +42,7 @@ func newCapsCmd(env *Env, g *global) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&raw, "json", false, "print the raw capabilities document")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "the longest the whole answer may take")
 	return cmd
 }
 
@@ -45,13 +55,16 @@ func writeCaps(w io.Writer, c protocol.Capabilities) error {
 		}
 		return "no"
 	}
+	// Every string is the runner's: no control character reaches the
+	// terminal (nor a tab, which would shift the columns).
+	text := progress.Clean
 	list := func(s []string) string {
 		if len(s) == 0 {
 			return "(none)"
 		}
-		return strings.Join(s, ", ")
+		return text(strings.Join(s, ", "))
 	}
-	fmt.Fprintf(tw, "runner\t%s %s\n", c.Runner.Name, c.Runner.Version)
+	fmt.Fprintf(tw, "runner\t%s %s\n", text(c.Runner.Name), text(c.Runner.Version))
 	fmt.Fprintf(tw, "protocol versions\t%s\n", strings.Trim(fmt.Sprint(c.ProtocolVersions), "[]"))
 	fmt.Fprintf(tw, "node types\t%s\n", list(c.NodeTypes))
 	fmt.Fprintf(tw, "model providers\t%s\n", list(c.Runtime.Models.Providers))
@@ -61,8 +74,8 @@ func writeCaps(w io.Writer, c protocol.Capabilities) error {
 	fmt.Fprintf(tw, "http\t%s\n", yes(c.Runtime.HTTP))
 	fmt.Fprintf(tw, "checkpoints\t%s\n", yes(c.Runtime.Checkpoints))
 	fmt.Fprintf(tw, "persistent values\t%s\n", yes(c.Runtime.PersistentValues))
-	fmt.Fprintf(tw, "consent\t%s\n", c.Runtime.Consent)
-	fmt.Fprintf(tw, "streaming\t%s\n", c.Streaming.ContentType)
+	fmt.Fprintf(tw, "consent\t%s\n", text(c.Runtime.Consent))
+	fmt.Fprintf(tw, "streaming\t%s\n", text(c.Streaming.ContentType))
 	k := c.Constraints
 	fmt.Fprintf(tw, "limits\t\n")
 	fmt.Fprintf(tw, "  execution time\t%s\n", time.Duration(k.MaxDurationMs)*time.Millisecond)

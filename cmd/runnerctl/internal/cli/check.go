@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerd/lambda-runner/cmd/runnerctl/internal/progress"
 	"github.com/runnerd/lambda-runner/conformance"
 )
 
@@ -66,7 +67,9 @@ func writeReport(w io.Writer, rep conformance.Report) {
 	for _, r := range rep.Results {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, r.Status, r.Rule)
 		if r.Reason != "" {
-			fmt.Fprintf(tw, "\t\t→ %s\n", r.Reason)
+			// A reason quotes the runner's answers: no control character
+			// (tabs included, which would break the columns) gets through.
+			fmt.Fprintf(tw, "\t\t→ %s\n", progress.Clean(r.Reason))
 		}
 	}
 	tw.Flush()

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerd/lambda-runner/cmd/runnerctl/internal/client"
+	"github.com/runnerd/lambda-runner/cmd/runnerctl/internal/progress"
 )
 
 // Exit codes, as documented in README.md.
@@ -88,12 +89,12 @@ func Main(ctx context.Context, args []string, env Env) int {
 	var xe *exitError
 	if errors.As(err, &xe) {
 		if xe.err != nil {
-			fmt.Fprintln(env.Err, "runnerctl:", xe.err)
+			fmt.Fprintln(env.Err, "runnerctl:", progress.Clean(xe.err.Error()))
 		}
 		return xe.code
 	}
 	// Usage errors (unknown flag, wrong arguments) from cobra.
-	fmt.Fprintln(env.Err, "runnerctl:", err)
+	fmt.Fprintln(env.Err, "runnerctl:", progress.Clean(err.Error()))
 	return ExitInvalid
 }
 

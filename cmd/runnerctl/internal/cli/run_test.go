@@ -43,7 +43,7 @@ func TestRunOnATerminal(t *testing.T) {
 			[]string{"- never (set) skipped", "\n42"}, nil, nil},
 		{"failed", []string{"run", "-"}, testToken, 1, nil, nil, nil},
 		{"suspended for consent", []string{"run", writeFile(t, "c.json", consentBody)}, testToken, 3,
-			[]string{"permission consent tool.call pager/page_oncall: toolPolicy", "⏸ page (tool) suspended", "suspended: consent needed for", "page: tool.call pager/page_oncall"}, nil, nil},
+			[]string{"⏸ page (tool) suspended", "permission consent tool.call pager/page_oncall: toolPolicy", "suspended: consent needed for", "page: tool.call pager/page_oncall"}, nil, nil},
 		{"invalid", []string{"run", writeFile(t, "i.json", `{"nodes":[{"id":"a","type":"set","needs":["b"],"with":{"value":1}}]}`)}, testToken, 2,
 			nil, []string{"invalid execution (400 INVALID_EXECUTION)", "workflow.nodes[0].needs[0]: "}, nil},
 		{"unauthorized", []string{"run", "../../../../examples/hello.json"}, "wrong", 4,

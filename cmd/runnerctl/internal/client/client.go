@@ -87,6 +87,14 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	return resp, nil
 }
 
+// MaxCapabilitiesBytes bounds the capabilities document read: a runner's
+// is a few kilobytes, so a longer one is a broken or hostile runner (one
+// that never ends its body grew runnerctl by 3.7 GB in 5 s).
+const MaxCapabilitiesBytes = 8 << 20
+
+// ErrCapabilitiesTooLarge says the document exceeded MaxCapabilitiesBytes.
+var ErrCapabilitiesTooLarge = fmt.Errorf("capabilities longer than %d bytes", MaxCapabilitiesBytes)
+
 // Capabilities fetches GET /v1/capabilities, decoded and raw.
 func (c *Client) Capabilities(ctx context.Context) (protocol.Capabilities, []byte, error) {
 	var caps protocol.Capabilities
@@ -95,9 +103,12 @@ func (c *Client) Capabilities(ctx context.Context) (protocol.Capabilities, []byt
 		return caps, nil, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxCapabilitiesBytes+1))
 	if err != nil {
 		return caps, nil, fmt.Errorf("reading capabilities: %w", err)
+	}
+	if len(raw) > MaxCapabilitiesBytes {
+		return caps, nil, ErrCapabilitiesTooLarge
 	}
 	if err := json.Unmarshal(raw, &caps); err != nil {
 		return caps, raw, fmt.Errorf("capabilities are not a JSON object: %w", err)

@@ -47,6 +47,13 @@ type doc struct {
 // themselves.
 const maxDepth = 8
 
+// maxDrawn bounds the boxes drawn in all: a child workflow is drawn again
+// under every node that runs it, so k such nodes calling their own
+// workflow would draw k^maxDepth boxes (a 641-byte file, k = 8, ran out
+// of 6 GB). Past it, map and workflow nodes are drawn without what they
+// run. It is the runner's own default maxNodes.
+const maxDrawn = 10_000
+
 // Parse reads a whole execution request or a bare workflow document.
 func Parse(src []byte) (*Graph, error) {
 	var top struct {
@@ -78,25 +85,29 @@ func Parse(src []byte) (*Graph, error) {
 		}
 		children[cd.ID] = cd
 	}
-	return build(d.ID, d.Nodes, children, 0), nil
+	drawn := 0
+	return build(d.ID, d.Nodes, children, 0, &drawn), nil
 }
 
-func build(id string, nodes []docNode, children map[string]doc, depth int) *Graph {
+// build draws nodes; drawn counts the boxes drawn so far, against maxDrawn.
+func build(id string, nodes []docNode, children map[string]doc, depth int, drawn *int) *Graph {
 	g := &Graph{ID: id}
+	*drawn += len(nodes)
 	for _, dn := range nodes {
 		n := &Node{ID: dn.ID, Type: dn.Type, Needs: dn.Needs, When: dn.When, OnError: dn.OnError}
+		expand := depth < maxDepth && *drawn < maxDrawn
 		switch dn.Type {
 		case "map":
-			if raw, err := json.Marshal(dn.With["nodes"]); err == nil && depth < maxDepth {
+			if raw, err := json.Marshal(dn.With["nodes"]); err == nil && expand {
 				var inner []docNode
 				if json.Unmarshal(raw, &inner) == nil && len(inner) > 0 {
-					n.Child = build("", inner, children, depth+1)
+					n.Child = build("", inner, children, depth+1, drawn)
 				}
 			}
 		case "workflow":
 			n.ChildID, _ = dn.With["workflow"].(string)
-			if c, ok := children[n.ChildID]; ok && depth < maxDepth {
-				n.Child = build(c.ID, c.Nodes, children, depth+1)
+			if c, ok := children[n.ChildID]; ok && expand {
+				n.Child = build(c.ID, c.Nodes, children, depth+1, drawn)
 			}
 		}
 		g.Nodes = append(g.Nodes, n)

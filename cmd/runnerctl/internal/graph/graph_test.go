@@ -100,3 +100,46 @@ func TestChildWorkflowsThatRecurseAreBounded(t *testing.T) {
 		t.Errorf("%d subgraphs, want 8 (the depth bound)", n)
 	}
 }
+
+// A child workflow run by k of its own nodes is drawn under each of them:
+// k^maxDepth boxes. A 641-byte document (k = 8) took 26 s and ran out of
+// 6 GB; the drawing is now bounded.
+func TestRecursiveChildWorkflowsAreBounded(t *testing.T) {
+	var calls []string
+	for i := range 8 {
+		calls = append(calls, `{"id":"c`+string(rune('0'+i))+`","type":"workflow","with":{"workflow":"w"}}`)
+	}
+	src := `{"version":1,"workflow":{"nodes":[{"id":"top","type":"workflow","with":{"workflow":"w"}}]},
+		"runtime":{"workflows":[{"id":"w","nodes":[` + strings.Join(calls, ",") + `]}]}}`
+	g, err := graph.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := graph.Mermaid(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(b.String(), "\n"); lines > 20_000 {
+		t.Errorf("%d lines of Mermaid for a %d-byte document", lines, len(src))
+	}
+}
+
+// A label is the document's text: its control characters are dropped, and
+// Mermaid's own entity codes written in it stay text.
+func TestMermaidLabelsStayText(t *testing.T) {
+	g, err := graph.Parse([]byte("{\"nodes\":[{\"id\":\"a\",\"type\":\"set\\u001b]0;owned\\u0007\",\"when\":\"#lt;img src=x onerror=alert(1)#gt;\"}]}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := graph.Mermaid(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("control characters in %q", out)
+	}
+	if strings.Contains(out, "#lt;img") || !strings.Contains(out, "#35;lt;img") {
+		t.Errorf("an entity code of the document passes as Mermaid's: %q", out)
+	}
+}

@@ -20,14 +20,31 @@ func Mermaid(w io.Writer, g *Graph) error {
 
 func mermaidID(prefix, id string) string { return prefix + unsafeID.ReplaceAllString(id, "_") }
 
+// mermaidEsc encodes what would end a quoted label or open markup as
+// Mermaid's entity codes. '#' is encoded too: Mermaid decodes "#lt;" in a
+// label to "<", so a document's own "#lt;img …#gt;" would become markup.
+var mermaidEsc = strings.NewReplacer("#", "#35;", `"`, "#quot;", "<", "#lt;", ">", "#gt;")
+
 // mermaidLabel quotes a label; Mermaid takes entity codes inside quotes.
+// Control characters are dropped: the text is the document's, and the
+// output goes to a terminal as often as to a file.
 func mermaidLabel(n *Node) string {
-	esc := strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;")
-	lines := []string{"<b>" + esc.Replace(n.ID) + "</b>"}
+	esc := func(s string) string { return mermaidEsc.Replace(dropControls(s)) }
+	lines := []string{"<b>" + esc(n.ID) + "</b>"}
 	for _, s := range n.notes() {
-		lines = append(lines, esc.Replace(s))
+		lines = append(lines, esc(s))
 	}
 	return `"` + strings.Join(lines, "<br/>") + `"`
+}
+
+// dropControls removes C0 and C1 control characters and DEL.
+func dropControls(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func mermaidScope(b *strings.Builder, g *Graph, prefix, indent string) {
