@@ -572,11 +572,22 @@ function renderTerminal(ev) {
     for (const [k, v] of Object.entries(ev.usage || {})) ui.usage.append(el("dt", "", k), el("dd", "", v));
     if (ev.status === "suspended" && Array.isArray(ev.suspended)) {
       ui.suspended.replaceChildren();
+      let patterns = 0;
       for (const s of ev.suspended) {
         const li = el("li");
         li.append(el("code", "", `${s.action} ${s.resource}`), el("span", "", ` for ${s.nodeId}`));
+        if (isPattern(s.resource)) {
+          // A tool may be named "*": granted as shown, the resource is a
+          // pattern, and allows every tool of the toolset on the re-run,
+          // ones this list never named included.
+          patterns++;
+          li.append(el("p", "hint pattern", "This resource is a pattern: granting it would allow more than this action. Grant by hand in Runtime › authorization.grants, if at all."));
+        }
         ui.suspended.append(li);
       }
+      const grant = $("[data-action=grant]");
+      grant.disabled = patterns > 0;
+      grant.title = patterns ? "A resource awaiting consent is a pattern: grant by hand" : "";
       ui.consent.hidden = false;
     }
   } else {
@@ -915,10 +926,16 @@ document.addEventListener("keydown", (e) => {
   }
 });
 
+// isPattern reports a resource that, used as a grant, would match more
+// than itself ('*' is the one wildcard of grants, engine/glob).
+function isPattern(resource) {
+  return typeof resource !== "string" || resource.includes("*");
+}
+
 // Consent: the same request again, with the awaited actions granted.
 $("[data-action=grant]").addEventListener("click", () => {
   const t = run.terminal;
-  if (!t || !Array.isArray(t.suspended)) return;
+  if (!t || !Array.isArray(t.suspended) || t.suspended.some((s) => isPattern(s.resource))) return;
   let grants = [];
   if (ui.grants.value.trim()) {
     try {

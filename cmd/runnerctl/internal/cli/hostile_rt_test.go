@@ -171,3 +171,15 @@ func TestValidateRefusesWhatARunnerWouldNotRead(t *testing.T) {
 		t.Errorf("took %v", d)
 	}
 }
+
+// A consent for a tool named "*" is a pattern as a grant: the outcome says
+// so under it.
+func TestRunWarnsOfAPatternAwaitingConsent(t *testing.T) {
+	srv := cannedRunner(t, `{"version":1,"type":"accepted","executionId":"x","at":"t"}`+"\n"+
+		`{"version":1,"type":"result","executionId":"x","at":"t","status":"suspended","output":null,"durationMs":0,"suspended":[{"nodeId":"look","action":"tool.call","resource":"demo/*"},{"nodeId":"ok","action":"tool.call","resource":"demo/echo"}]}`+"\n")
+	res := runPTY(t, env(srv.URL, testToken), "run", writeFile(t, "w.json", `{"nodes":[]}`))
+	look, warn, ok := strings.Index(res.out, "look: tool.call demo/*"), strings.Index(res.out, "warning: this resource is a pattern"), strings.Index(res.out, "ok: tool.call demo/echo")
+	if res.code != 3 || strings.Count(res.out, "warning: this resource is a pattern") != 1 || look < 0 || !(look < warn && warn < ok) {
+		t.Errorf("exit %d:\n%s", res.code, res.out)
+	}
+}

@@ -266,6 +266,11 @@ func report(env *Env, last protocol.Terminal, end error) error {
 			fmt.Fprintf(env.Out, "suspended: consent needed for\r\n")
 			for _, sp := range t.Suspended {
 				fmt.Fprintf(env.Out, "  %s\r\n", progress.Clean(fmt.Sprintf("%s: %s %s", sp.NodeID, sp.Action, sp.Resource)))
+				if strings.Contains(sp.Resource, "*") {
+					// A tool may be named "*": as a grant, its resource is a
+					// pattern that allows every tool of the toolset.
+					fmt.Fprintf(env.Out, "    warning: this resource is a pattern: granted, it allows more than this action\r\n")
+				}
 			}
 			fmt.Fprintf(env.Out, "relaunch with authorization.grants for these to go on\r\n")
 			return exit(ExitSuspended, nil)
