@@ -48,3 +48,33 @@ func TestPlaygroundWillNotGrantAPattern(t *testing.T) {
 		t.Errorf("status %q: the request ran again", st)
 	}
 }
+
+// Markup in the places TestPlaygroundHostileValuesStayText does not reach:
+// a problem's path (a key of the workflow), a consent request and its
+// permission decision (a tool's name), the crumbs (a workflow id).
+func TestPlaygroundHostileValuesInProblemsAndConsentStayText(t *testing.T) {
+	p := openPlayground(t)
+	g := startGate(t)
+	const markup = `<img src=x onerror="window.__pwned=1">`
+	p.submit(`{"version":1,"workflow":{"id":` + strconvQuote(markup) + `,"nodes":[
+		{"id":"a","type":"set","with":{"value":{` + strconvQuote(markup) + `:"${{ nodes.zz.output }}"}}}]}}`)
+	p.wait(`[data-panel="result"][data-status="invalid"]`)
+	if got := p.text(".problems"); !strings.Contains(got, "workflow.nodes[0].with.value."+markup) {
+		t.Errorf("problems %q do not show the path as text", got)
+	}
+	p.submit(`{"version":1,"workflow":{"nodes":[
+		{"id":"t","type":"tool","with":{"toolset":"g","tool":` + strconvQuote(markup) + `,"arguments":{}}}]},
+	"runtime":{"toolsets":[{"name":"g","url":"` + g.url + `"}]},
+	"toolPolicies":[{"match":"g/*","decision":"consent"}],"consentAvailable":true}`)
+	p.wait(`[data-panel="result"][data-status="suspended"]`)
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="t"]`)))
+	if got := p.text(".inspector"); !strings.Contains(got, "tool.call g/"+markup) {
+		t.Errorf("inspector %q does not show the decision as text", got)
+	}
+	if got := p.text(".consent"); !strings.Contains(got, "g/"+markup) {
+		t.Errorf("consent %q does not show the resource as text", got)
+	}
+	if get(p, chromedp.Evaluate[bool](`window.__pwned !== undefined || document.querySelector("img") !== null`)) {
+		t.Error("markup from the run became elements of the page")
+	}
+}
