@@ -191,6 +191,32 @@ func TestPermissionAuditCompleteness(t *testing.T) {
 			},
 		},
 		{
+			// A tool named "*" asked for consent as "pager/*", and the grant
+			// of what was shown let every pager tool through: it is denied.
+			name:   "a tool named * is denied, never asked for",
+			tool:   "*",
+			extra:  perms + "," + policies + `,"consentAvailable":true`,
+			status: "completed",
+			hits: map[string]int{
+				"GET /ok": 1, "tools/call calc/add": 1, "tools/call pager/*": 0,
+			},
+			decided: map[string][]string{
+				"page": {"tool.call pager/* deny default"},
+			},
+		},
+		{
+			name:   "a computed tool name holding * is denied",
+			tool:   "${{ 'page_' + '*' }}",
+			extra:  perms + "," + policies + `,"consentAvailable":true`,
+			status: "completed",
+			hits: map[string]int{
+				"tools/call calc/add": 1, "tools/call pager/page_*": 0,
+			},
+			decided: map[string][]string{
+				"page": {"tool.call pager/page_* deny default"},
+			},
+		},
+		{
 			name:   "a grant lets the call through",
 			tool:   "page_oncall",
 			extra:  perms + "," + policies + `,"consentAvailable":true,"authorization":{"grants":["tool:pager/page_oncall"]}`,

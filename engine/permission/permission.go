@@ -178,6 +178,12 @@ func (d *Decider) Decide(action, resource string) Decision {
 	}
 	dec := Decision{Action: action, Resource: resource}
 	subject := describe(action, resource)
+	if why := patternLike(action, resource); why != "" {
+		// A consent for it would be granted as the pattern it spells, for
+		// more than was shown; and a policy for the toolset's tools would
+		// not match it.
+		return dec.with(Deny, SourceDefault, fmt.Sprintf("default: %s %s", subject, why))
+	}
 
 	// Step 1: the workflow's capabilities.
 	var granted *rule
@@ -279,6 +285,22 @@ var kinds = map[string]string{
 	protocol.ActionToolCall:    "tool",
 	protocol.ActionHTTPRequest: "http",
 	protocol.ActionWorkflowRun: "workflow",
+}
+
+// patternLike says why resource cannot be decided on, "" when it can: a
+// '*' makes it a pattern (a grant of it would widen to every resource it
+// matches), and a tool named with a '/' is a segment more than the policies
+// for its toolset's tools ("toolset/*") match.
+func patternLike(action, resource string) string {
+	if strings.Contains(resource, "*") {
+		return "contains '*', which grants, policies and permissions read as a wildcard"
+	}
+	if action == protocol.ActionToolCall {
+		if _, tool, ok := strings.Cut(resource, "/"); ok && strings.Contains(tool, "/") {
+			return "names a tool containing '/', which policies for the toolset's tools would not match"
+		}
+	}
+	return ""
 }
 
 func describe(action, resource string) string {

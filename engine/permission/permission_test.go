@@ -89,7 +89,20 @@ func TestDecide(t *testing.T) {
 			action: tool, resource: "gitlab/create_issue", want: Deny, source: SourcePermissions,
 			reason: []string{"permissions: no entry matches tool:gitlab/create_issue"}},
 		{name: "tool star stays in its segment", config: Config{Permissions: []string{"tool:github/*"}},
-			action: tool, resource: "github/a/b", want: Deny, source: SourcePermissions},
+			action: tool, resource: "github/a/b", want: Deny, source: SourceDefault,
+			reason: []string{"names a tool containing '/'"}},
+		// A resource that is itself a pattern is denied, never suspended
+		// for consent: a grant of what was shown would widen to every
+		// resource it matches.
+		{name: "a tool named * is denied, not asked for", config: Config{ToolPolicies: policies("consent demo/* ask"), ConsentAvailable: true},
+			action: tool, resource: "demo/*", want: Deny, source: SourceDefault,
+			reason: []string{"tool:demo/* contains '*', which grants, policies and permissions read as a wildcard"}},
+		{name: "a tool name holding * is denied", config: Config{ToolPolicies: policies("allow demo/*")},
+			action: tool, resource: "demo/ec*", want: Deny, source: SourceDefault, reason: []string{"contains '*'"}},
+		{name: "a tool name holding / escapes no consent", config: Config{ToolPolicies: policies("consent demo/* ask"), ConsentAvailable: true},
+			action: tool, resource: "demo/fs/delete", want: Deny, source: SourceDefault, reason: []string{"containing '/'"}},
+		{name: "a role holding * is denied", action: model, resource: "gen*", want: Deny, source: SourceDefault, reason: []string{"contains '*'"}},
+		{name: "a workflow id holding * is denied", action: workflow, resource: "*", want: Deny, source: SourceDefault, reason: []string{"contains '*'"}},
 		{name: "host case and port", config: Config{Permissions: []string{"http:api.example.com"}},
 			action: httpReq, resource: "API.Example.COM:8443", want: Allow, source: SourcePermissions,
 			wantResource: "api.example.com", reason: []string{"allows http:api.example.com"}},
