@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
@@ -276,7 +278,8 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation failed: %s", what, r.x.redact.String(err.Error()))
 	}
 	defer rc.Close()
-	end, err := r.forward(ctx, call.ID+"[", rc)
+	end, held, err := r.forward(ctx, call.ID+"[", rc)
+	defer func() { r.budget.Add(-held) }()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -305,21 +308,36 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 	if len(end.Outputs) != len(doc.Items) {
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: the child returned %d outputs for %d items", what, len(end.Outputs), len(doc.Items))
 	}
+	// The iterations' outputs were held in the child; here they are held
+	// again until the map ends, as an in-process map holds them. Each is
+	// weighed before it is decoded (JSON can decode to many times its
+	// bytes), while the stream's bytes are still charged.
+	l := r.x.limits
 	vals := make([]any, len(end.Outputs))
 	var size int64
-	for i, o := range end.Outputs {
-		v, err := decodeJSON(o)
-		if err != nil {
-			return nil, Errorf(protocol.CodeInvocationFailed, "%s: output %d is not JSON", what, doc.Start+i)
-		}
-		vals[i] = v
-		size += lang.SizeWithin(v, r.x.limits.MemoryBudget+1)
-	}
-	// The iterations' outputs were held in the child; here they are held
-	// again until the map ends, as an in-process map holds them.
-	if l := r.x.limits; r.budget.Add(size) > l.MemoryBudget {
+	over := func() ([]any, error) {
 		r.budget.Add(-size)
 		return nil, Errorf(protocol.CodeMemoryBudgetExceeded, "%s: its outputs would put node outputs over the execution's memory budget of %d bytes", what, l.MemoryBudget)
+	}
+	for i, o := range end.Outputs {
+		w := jsonweight.Of(o)
+		size += w
+		if r.budget.Add(w) > l.MemoryBudget {
+			return over()
+		}
+		v, err := decodeJSON(o)
+		if err != nil {
+			r.budget.Add(-size)
+			return nil, Errorf(protocol.CodeInvocationFailed, "%s: output %d is not JSON", what, doc.Start+i)
+		}
+		end.Outputs[i] = nil
+		vals[i] = v
+		if d := lang.SizeWithin(v, l.MemoryBudget+1) - w; d != 0 {
+			size += d
+			if r.budget.Add(d) > l.MemoryBudget {
+				return over()
+			}
+		}
 	}
 	return vals, nil
 }
@@ -327,20 +345,46 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 // forward reads a child's stream: each event is emitted through the
 // parent's sink (so the parent's bounds and redaction apply again), node
 // instances are counted against maxNodes, and the end line is returned.
-func (r *run) forward(ctx context.Context, prefix string, rc io.Reader) (*batchEnd, error) {
+//
+// What a line holds while it is read is charged to the execution's memory
+// budget, which the node outputs held and every other child's stream share:
+// a line is read whole before it can be decoded, and the end line carries a
+// batch's outputs, up to the child's own budget. The end is returned with
+// what is still charged for it (the line and the outputs' copies), which the
+// caller releases once it has charged the decoded outputs.
+func (r *run) forward(ctx context.Context, prefix string, rc io.Reader) (*batchEnd, int64, error) {
 	br := bufio.NewReaderSize(rc, 64<<10)
+	l := r.x.limits
 	// A line carries one event (bounded by maxEventBytes in the child) or
 	// the end with the batch's outputs (bounded by the memory budget).
-	limit := r.x.limits.MemoryBudget + int64(r.x.limits.MaxEventBytes) + 64<<10
+	limit := l.MemoryBudget + int64(l.MaxEventBytes) + 64<<10
 	var line []byte
+	var held int64 // charged to r.budget: the line's buffer, then the end's copies
+	charge := func(n int64) error {
+		held += n
+		if r.budget.Add(n) > l.MemoryBudget {
+			return Errorf(protocol.CodeMemoryBudgetExceeded, "the stream of a child invocation would put node outputs over the execution's memory budget of %d bytes", l.MemoryBudget)
+		}
+		return nil
+	}
+	fail := func(err error) (*batchEnd, int64, error) {
+		r.budget.Add(-held)
+		return nil, 0, err
+	}
 	for {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return fail(ctx.Err())
 		}
 		chunk, err := br.ReadSlice('\n')
+		c := cap(line)
 		line = append(line, chunk...)
 		if int64(len(line)) > limit {
-			return nil, fmt.Errorf("a line of the child's stream is over %d bytes", limit)
+			return fail(fmt.Errorf("a line of the child's stream is over %d bytes", limit))
+		}
+		if grown := cap(line) - c; grown > 0 {
+			if err := charge(int64(grown)); err != nil {
+				return fail(err)
+			}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -349,14 +393,29 @@ func (r *run) forward(ctx context.Context, prefix string, rc io.Reader) (*batchE
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return fail(err)
+		}
+		if isEndLine(line) {
+			// Decoding the end copies its outputs: charged first.
+			if err := charge(int64(len(line))); err != nil {
+				return fail(err)
+			}
 		}
 		end, err := r.forwardLine(prefix, line)
-		if err != nil || end != nil {
-			return end, err
+		if err != nil {
+			return fail(err)
+		}
+		if end != nil {
+			return end, held, nil
 		}
 		line = line[:0]
 	}
+}
+
+// isEndLine tells a child's end line from its events, which the child
+// writes with the type first.
+func isEndLine(line []byte) bool {
+	return bytes.Contains(line[:min(len(line), 64)], []byte(`"type":"`+batchEndType+`"`))
 }
 
 // forwardLine emits one event line of a child, or returns its end.
