@@ -184,7 +184,10 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 		first error
 		wg    sync.WaitGroup
 	)
-	slots := make(chan struct{}, inv)
+	// inv bounds this map's invocations; the execution's slots bound those
+	// of all its distributed maps together, at maxFanOutInvocations: maps
+	// side by side do not multiply it.
+	slots, all := make(chan struct{}, inv), r.fanOutSlots()
 loop:
 	for _, b := range bs {
 		select {
@@ -192,7 +195,14 @@ loop:
 		case <-ctx.Done():
 			break loop
 		}
+		select {
+		case all <- struct{}{}:
+		case <-ctx.Done():
+			<-slots
+			break loop
+		}
 		if call.suspending() || ctx.Err() != nil {
+			<-all
 			<-slots
 			break
 		}
@@ -202,7 +212,7 @@ loop:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
+			defer func() { <-all; <-slots }()
 			vals, err := s.runBatch(ctx, call, fo, &doc)
 			mu.Lock()
 			defer mu.Unlock()
@@ -226,6 +236,12 @@ loop:
 		return nil, ctx.Err()
 	}
 	return out, nil
+}
+
+// fanOutSlots returns the semaphore of the execution's child invocations.
+func (r *run) fanOutSlots() chan struct{} {
+	r.fanSlotsOnce.Do(func() { r.fanSlots = make(chan struct{}, max(1, r.x.limits.MaxFanOutInvocations)) })
+	return r.fanSlots
 }
 
 // outerStates returns the states of the top-level nodes the map may read

@@ -257,7 +257,6 @@ func (cc *countClose) Close() error {
 // as many child invocations open (docs/deploy.md sizes reserved concurrency
 // as executions × (1 + MaxFanOutInvocations)).
 func TestRTDistributeInvocationsAtOnce(t *testing.T) {
-	rtRepro(t)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(300 * time.Millisecond)
 		io.WriteString(w, `{}`)

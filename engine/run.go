@@ -47,6 +47,11 @@ type run struct {
 	suspensions []protocol.Suspension
 	suspended   atomic.Bool
 
+	// fanSlots bounds the child invocations of all the execution's
+	// distributed maps together (distribute.go, fanOutSlots).
+	fanSlotsOnce sync.Once
+	fanSlots     chan struct{}
+
 	// valueBound is what a template's value may hold written out
 	// (lang.ValueBound), computed on first need.
 	valueBoundOnce sync.Once
