@@ -46,7 +46,10 @@ type batchDoc struct {
 	Concurrency int                   `json:"concurrency"`
 	Scope       map[string]batchState `json:"scope,omitempty"`
 	DeadlineMs  int64                 `json:"deadlineMs"`
-	Nodes       int64                 `json:"nodes"`
+	// NodeDeadlineMs, when set, is the map's own timeoutMs's end, before
+	// the execution's: its iterations then fail TIMEOUT.
+	NodeDeadlineMs int64 `json:"nodeDeadlineMs,omitempty"`
+	Nodes          int64 `json:"nodes"`
 }
 
 // batchState is an outer node's state as a batch carries it.
@@ -156,6 +159,15 @@ func (x *Execution) runBatch(ctx context.Context, sink Sink, b *batchDoc, at int
 			ns.err = &NodeError{Code: st.Error.Code, Message: st.Error.Message}
 		}
 		gr.states[k] = ns
+	}
+	if b.NodeDeadlineMs > 0 {
+		// The map's timeoutMs, ended a little early (at most the reserve)
+		// so that the parent reads the failure it names before its own
+		// timeout passes.
+		dl := time.UnixMilli(b.NodeDeadlineMs)
+		var cancelNode context.CancelFunc
+		ctx, cancelNode = context.WithDeadline(ctx, dl.Add(-min(x.limits.Reserve, time.Until(dl)/4)))
+		defer cancelNode()
 	}
 	n := x.g.nodes[at]
 	call := &Call{ID: n.id, Type: n.typ, Attempt: 1, r: r, gr: gr, n: n, sc: gr.sc, ctx: ctx}

@@ -153,10 +153,16 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	if err != nil {
 		return nil, err
 	}
+	// The children run to the execution's deadline; a map's timeoutMs
+	// that ends it earlier is sent apart, so that a child fails its
+	// iterations TIMEOUT as the map in process does, not DEADLINE_EXCEEDED.
 	deadline, _ := ctx.Deadline()
 	head := batchDoc{
 		Version: batchVersion, ExecutionID: r.id, Request: r.x.body, Node: call.n.id,
 		Concurrency: conc, Scope: scope, DeadlineMs: deadline.UnixMilli(),
+	}
+	if !r.deadline.IsZero() && deadline.Before(r.deadline) {
+		head.DeadlineMs, head.NodeDeadlineMs = r.deadline.UnixMilli(), deadline.UnixMilli()
 	}
 	probe, err := json.Marshal(batchEvent{Batch: &head})
 	if err != nil {

@@ -51,6 +51,9 @@ type run struct {
 	// distributed maps together (distribute.go, fanOutSlots).
 	fanSlotsOnce sync.Once
 	fanSlots     chan struct{}
+	// deadline is the execution's (its context's, less the reserve): a
+	// distributed map tells its children it apart from its own timeoutMs.
+	deadline time.Time
 
 	// valueBound is what a template's value may hold written out
 	// (lang.ValueBound), computed on first need.
@@ -130,6 +133,7 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 	defer r.closeServices(ctx)
 	ctx, cancel := x.deadline(ctx)
 	defer cancel()
+	r.deadline, _ = ctx.Deadline()
 
 	gr := r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0)
 	r.preflight(gr)
