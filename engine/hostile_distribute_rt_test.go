@@ -535,3 +535,18 @@ func TestRTDistributeSpendAfterCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestRTDistributeNestingRefused (held): distribute is refused in a map of
+// a map and in a child workflow, so a child never fans out again.
+func TestRTDistributeNestingRefused(t *testing.T) {
+	parent, _ := fanEngines(nil)
+	inner := `{"id":"m2","type":"map","with":{"items":[1],"distribute":{"invocations":2},"nodes":[{"id":"a","type":"set","with":{"value":1}}]}}`
+	for _, body := range []string{
+		`{"version":1,"workflow":{"nodes":[{"id":"m","type":"map","with":{"items":[1],"nodes":[` + inner + `]}}]}}`,
+		`{"version":1,"workflow":{"nodes":[{"id":"c","type":"workflow","with":{"workflow":"k"}}]},"runtime":{"workflows":[{"id":"k","nodes":[` + inner + `]}]}}`,
+	} {
+		if _, err := parent.PrepareBody([]byte(body)); err == nil || !strings.Contains(err.Error(), "only a map among the workflow's top-level nodes") {
+			t.Errorf("accepted or refused otherwise: %v", err)
+		}
+	}
+}
