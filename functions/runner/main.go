@@ -212,6 +212,12 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 	base := "http://" + ln.Addr().String()
 	if devToken != "" {
 		fmt.Fprintf(stdout, "runner %s listening on %s\n\n", version, base)
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			// The Host allowlist keeps browsers' pages out (DNS
+			// rebinding), not other machines: any client sending
+			// "Host: localhost" with the token is served.
+			fmt.Fprintf(stdout, "warning: %s is not the loopback: any machine that reaches it and has the dev token can run workflows here, over plain HTTP\n\n", ln.Addr())
+		}
 		fmt.Fprintf(stdout, "dev token (printed once): %s\n\n", devToken)
 		fmt.Fprintf(stdout, "try:\n  export RUNNER_TOKEN=%s\n", devToken)
 		fmt.Fprintf(stdout, "  curl -s -H \"Authorization: Bearer $RUNNER_TOKEN\" %s/v1/capabilities\n", base)

@@ -221,6 +221,20 @@ func TestRunDevPrintsATokenOnce(t *testing.T) {
 	}
 }
 
+// A dev server anywhere but the loopback says so: the playground's Host
+// allowlist keeps pages out, not other machines holding the token.
+func TestRunDevWarnsOffTheLoopback(t *testing.T) {
+	for addr, warns := range map[string]bool{"127.0.0.1:0": false, "0.0.0.0:0": true} {
+		t.Run(addr, func(t *testing.T) {
+			s := startRun(t, []string{"-dev"}, map[string]string{"RUNNER_ADDR": addr})
+			await(t, devTokenAt, s.stdout)
+			if got := strings.Contains(s.stdout.String(), "is not the loopback"); got != warns {
+				t.Errorf("warned %v, want %v:\n%s", got, warns, s.stdout)
+			}
+		})
+	}
+}
+
 func TestRunHonoursRunnerTokens(t *testing.T) {
 	for _, args := range [][]string{nil, {"-dev"}} {
 		t.Run(strings.Join(append([]string{"args"}, args...), " "), func(t *testing.T) {

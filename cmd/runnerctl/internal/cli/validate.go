@@ -51,9 +51,7 @@ warnings are marked and do not fail. It exits 1 if any file has an error.`,
 
 // MaxValidateBytes is the largest document validate reads: a runner's
 // default request limit (functions.DefaultMaxRequestBytes), past which it
-// answers 413 without parsing. Larger, and nested deep, a document took
-// validate 4 to 13 s and 3.4 to 6.6 GB (protocol.Locate walks it all to
-// place the one depth problem) where the runner refuses it in milliseconds.
+// answers 413 without parsing: validate says what a runner would.
 const MaxValidateBytes = 6 << 20
 
 // readSourceAtMost is readSource refusing more than limit bytes, without
