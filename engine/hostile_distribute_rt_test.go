@@ -409,7 +409,6 @@ type unboundedPipe struct {
 	cond sync.Cond
 	buf  []byte
 	done bool
-	err  error
 }
 
 func (p *unboundedPipe) Write(b []byte) (int, error) {

@@ -21,31 +21,27 @@ func TestPlaygroundSurvivesAnUndrawableWorkflow(t *testing.T) {
 	p.wait(node("b", "completed"))
 }
 
-// A tool named "*" suspends as "tool.call g/*": granted as shown, that
+// A tool named "*" suspended as "tool.call g/*": granted as shown, that
 // resource is a pattern, and the re-run allowed a tool chosen at run time
-// (here echo) that the consent list never named. Grant and re-run is off
-// for such a list, and the page says why.
+// (here echo) that the consent list never named. The runner denies such a
+// resource now (docs/permissions.md), so the consent list names only what
+// a grant of it allows; the page still refuses to grant a pattern should a
+// runner ask for one.
 func TestPlaygroundWillNotGrantAPattern(t *testing.T) {
 	p := openPlayground(t)
 	g := startGate(t)
 	p.submit(`{"version":1,"workflow":{"nodes":[
 		{"id":"look","type":"tool","onError":"continue","with":{"toolset":"g","tool":"*","arguments":{}}},
-		{"id":"hidden","type":"tool","with":{"toolset":"g","tool":"${{ 'ec' + 'ho' }}","arguments":{"message":"never shown for consent"}}}]},
+		{"id":"hidden","type":"tool","with":{"toolset":"g","tool":"${{ 'ec' + 'ho' }}","arguments":{"message":"shown for consent"}}}]},
 	"runtime":{"toolsets":[{"name":"g","url":"` + g.url + `"}]},
 	"toolPolicies":[{"match":"g/*","decision":"consent"}],"consentAvailable":true}`)
 	p.wait(`[data-panel="result"][data-status="suspended"]`)
-	if got := p.text(".consent"); !strings.Contains(got, "tool.call g/*") || !strings.Contains(got, "is a pattern") {
-		t.Errorf("consent panel %q", got)
+	if got := p.text(".consent"); strings.Contains(got, "g/*") || !strings.Contains(got, "tool.call g/echo") {
+		t.Errorf("consent panel %q, want g/echo alone", got)
 	}
-	if !get(p, chromedp.Evaluate[bool](`document.querySelector('button[data-action="grant"]').disabled`)) {
-		t.Error("Grant and re-run is enabled for a pattern")
-	}
-	p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('button[data-action="grant"]').click()`))
-	if grants := get(p, chromedp.Value(chromedp.CSS(`textarea[name="grants"]`))); grants != "" {
-		t.Errorf("grants field %q, want it untouched", grants)
-	}
-	if st := p.text(`[data-panel="result"] .status-line`); !strings.Contains(st, "suspended") {
-		t.Errorf("status %q: the request ran again", st)
+	p.do(chromedp.Click(chromedp.CSS(`[data-node-id="look"]`)))
+	if got := p.text(".inspector"); !strings.Contains(got, "contains '*'") {
+		t.Errorf("inspector of look %q, want the runner's denial", got)
 	}
 }
 
