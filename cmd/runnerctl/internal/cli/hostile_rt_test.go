@@ -183,3 +183,14 @@ func TestRunWarnsOfAPatternAwaitingConsent(t *testing.T) {
 		t.Errorf("exit %d:\n%s", res.code, res.out)
 	}
 }
+
+// A completed run's output reaches the terminal without C1 controls, which
+// JSON does not escape (U+009B is a CSI to terminals that read C1).
+func TestRunOutputIsCleaned(t *testing.T) {
+	srv := cannedRunner(t, `{"version":1,"type":"accepted","executionId":"x","at":"t"}`+"\n"+
+		`{"version":1,"type":"result","executionId":"x","at":"t","status":"completed","output":{"a":"x`+"\u009b"+`2Jy`+"\u009d"+`0;t"},"durationMs":0}`+"\n")
+	res := runPTY(t, env(srv.URL, testToken), "run", writeFile(t, "w.json", `{"nodes":[]}`))
+	if res.code != 0 || strings.ContainsAny(res.out, "\u009b\u009d") || !strings.Contains(res.out, `"a": "x2Jy0;t"`) {
+		t.Errorf("exit %d:\n%q", res.code, res.out)
+	}
+}

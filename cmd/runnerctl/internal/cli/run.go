@@ -276,7 +276,11 @@ func report(env *Env, last protocol.Terminal, end error) error {
 			return exit(ExitSuspended, nil)
 		}
 		fmt.Fprintf(env.Out, "completed in %s\r\n", progress.Millis(t.DurationMs))
-		fmt.Fprint(env.Out, strings.ReplaceAll(pretty(t.Output), "\n", "\r\n")+"\r\n")
+		// JSON escapes C0 controls but not C1 (U+0080–U+009F): a CSI or
+		// OSC of the output would reach the terminal.
+		for line := range strings.SplitSeq(pretty(t.Output), "\n") {
+			fmt.Fprint(env.Out, progress.Clean(line)+"\r\n")
+		}
 		return exit(ExitOK, nil)
 	case *protocol.Error:
 		at := ""
