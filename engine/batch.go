@@ -35,7 +35,7 @@ type batchEvent struct {
 // batchDoc is what a child needs to run its items as the parent would: the
 // request itself (workflow, input, runtime, permissions, grants), the map's
 // node, the items with the index of the first, the outer nodes' states, the
-// map's concurrency, the parent's deadline and the nodes it has run so far (maxNodes).
+// map's concurrency, the parent's deadline and the batch's share of maxNodes.
 type batchDoc struct {
 	Version     int                   `json:"v"`
 	ExecutionID string                `json:"executionId"`
@@ -49,7 +49,9 @@ type batchDoc struct {
 	// NodeDeadlineMs, when set, is the map's own timeoutMs's end, before
 	// the execution's: its iterations then fail TIMEOUT.
 	NodeDeadlineMs int64 `json:"nodeDeadlineMs,omitempty"`
-	Nodes          int64 `json:"nodes"`
+	// MaxNodes is the most nodes the batch may start: its share of what
+	// remained of the execution's maxNodes when it was sent (distribute_count.go).
+	MaxNodes int64 `json:"maxNodes"`
 }
 
 // batchState is an outer node's state as a batch carries it.
@@ -66,6 +68,8 @@ type batchEnd struct {
 	Usage     protocol.Usage        `json:"usage"`
 	Failure   *batchFailure         `json:"failure,omitempty"`
 	Suspended []protocol.Suspension `json:"suspended,omitempty"`
+	// Nodes is how many nodes the batch started, at most its MaxNodes.
+	Nodes int64 `json:"nodes"`
 }
 
 // batchFailure is the failure that ended a batch, as the parent's map
@@ -93,6 +97,9 @@ func (e *Engine) ServeBatch(ctx context.Context, event []byte, w io.Writer) erro
 	b := ev.Batch
 	if b.Version != batchVersion {
 		return fmt.Errorf("batch event version %d, want %d", b.Version, batchVersion)
+	}
+	if b.MaxNodes < 1 {
+		return fmt.Errorf("batch event maxNodes %d, want at least 1", b.MaxNodes)
 	}
 	// A child prepares the parent's request as the parent did; it never
 	// fans out itself, whatever its own ceiling, so distribution is on
@@ -136,9 +143,9 @@ func (e *Engine) ServeBatch(ctx context.Context, event []byte, w io.Writer) erro
 // runBatch runs the items of one batch in the scope the parent's map had.
 func (x *Execution) runBatch(ctx context.Context, sink Sink, b *batchDoc, at int, step *mapStep, items []any) *batchEnd {
 	r := &run{x: x, id: b.ExecutionID, sink: sink, start: time.Now()}
-	// The batch counts against maxNodes from where the parent was, which
-	// counts every batch's nodes again as they arrive.
-	r.nodes.Store(b.Nodes)
+	// The batch may start its share of maxNodes, which the parent has
+	// reserved for it: past it, a node fails as past maxNodes.
+	r.nodeCap = min(b.MaxNodes, int64(x.limits.MaxNodes))
 	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
 	r.svc = x.openServices()
 	defer r.closeServices(ctx)
@@ -172,7 +179,7 @@ func (x *Execution) runBatch(ctx context.Context, sink Sink, b *batchDoc, at int
 	n := x.g.nodes[at]
 	call := &Call{ID: n.id, Type: n.typ, Attempt: 1, r: r, gr: gr, n: n, sc: gr.sc, ctx: ctx}
 	outs, err := step.iterations(ctx, call, b.Start, items, max(1, b.Concurrency))
-	end := &batchEnd{Type: batchEndType, Usage: r.usageSnapshot()}
+	end := &batchEnd{Type: batchEndType, Usage: r.usageSnapshot(), Nodes: min(r.nodes.Load(), r.nodeCap)}
 	var f *graphFailure
 	switch {
 	case err == nil:

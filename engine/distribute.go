@@ -194,6 +194,12 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	// of all its distributed maps together, at maxFanOutInvocations: maps
 	// side by side do not multiply it.
 	slots, all := make(chan struct{}, inv), r.fanOutSlots()
+	// Each batch is sent with its allowance of maxNodes reserved
+	// (distribute_count.go); one that finds too little left waits for
+	// this map's batches in flight to give back what they did not use.
+	perItem, remaining := s.nodesPerItem(), int64(len(items))
+	freed := make(chan struct{}, 1)
+	inFlight := 0 // under mu
 loop:
 	for _, b := range bs {
 		select {
@@ -212,16 +218,52 @@ loop:
 			<-slots
 			break
 		}
+		count := &batchCount{items: int64(len(b.items))}
+		for {
+			mu.Lock()
+			busy := inFlight
+			mu.Unlock()
+			if count.allowance = r.reserveNodes(count.items, remaining, perItem); count.allowance > 0 {
+				break
+			}
+			if busy == 0 {
+				mu.Lock()
+				if first == nil {
+					first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+len(b.items)-1)
+				}
+				mu.Unlock()
+				<-all
+				<-slots
+				break loop
+			}
+			select {
+			case <-freed:
+			case <-ctx.Done():
+				<-all
+				<-slots
+				break loop
+			}
+		}
+		remaining -= count.items
 		doc := head
 		doc.Start, doc.Items = b.start, b.items
-		doc.Nodes = r.nodes.Load()
+		doc.MaxNodes = count.allowance
+		mu.Lock()
+		inFlight++
+		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-all; <-slots }()
-			vals, err := s.runBatch(ctx, call, fo, &doc)
+			vals, err := s.runBatch(ctx, call, fo, &doc, count)
+			r.settleNodes(count)
 			mu.Lock()
 			defer mu.Unlock()
+			inFlight--
+			select {
+			case freed <- struct{}{}:
+			default:
+			}
 			if err != nil {
 				if first == nil {
 					first = err
@@ -284,7 +326,7 @@ func outerStates(call *Call) (map[string]batchState, error) {
 
 // runBatch runs one batch in a child invocation and forwards its events.
 // It returns the batch's outputs, or the failure that ends the map.
-func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc) ([]any, error) {
+func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc, count *batchCount) ([]any, error) {
 	r := call.r
 	last := doc.Start + len(doc.Items) - 1
 	what := fmt.Sprintf("batch of items %d to %d", doc.Start, last)
@@ -300,7 +342,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation failed: %s", what, r.x.redact.String(err.Error()))
 	}
 	defer rc.Close()
-	end, held, err := r.forward(ctx, call.ID+"[", rc)
+	end, held, err := r.forward(ctx, call.ID+"[", rc, count)
 	defer func() { r.budget.Add(-held) }()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -312,6 +354,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		}
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation ended without its result: %s", what, r.x.redact.String(err.Error()))
 	}
+	count.ended, count.reported = true, end.Nodes
 	r.usage.inputTokens.Add(end.Usage.InputTokens)
 	r.usage.outputTokens.Add(end.Usage.OutputTokens)
 	r.usage.modelCalls.Add(end.Usage.ModelCalls)
@@ -366,7 +409,8 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 
 // forward reads a child's stream: each event is emitted through the
 // parent's sink (so the parent's bounds and redaction apply again), node
-// instances are counted against maxNodes, and the end line is returned.
+// instances are counted against the batch's allowance of maxNodes (count),
+// and the end line is returned.
 //
 // What a line holds while it is read is charged to the execution's memory
 // budget, which the node outputs held and every other child's stream share:
@@ -374,7 +418,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 // batch's outputs, up to the child's own budget. The end is returned with
 // what is still charged for it (the line and the outputs' copies), which the
 // caller releases once it has charged the decoded outputs.
-func (r *run) forward(ctx context.Context, prefix string, rc io.Reader) (*batchEnd, int64, error) {
+func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount) (*batchEnd, int64, error) {
 	br := bufio.NewReaderSize(rc, 64<<10)
 	l := r.x.limits
 	// A line carries one event (bounded by maxEventBytes in the child) or
@@ -423,7 +467,7 @@ func (r *run) forward(ctx context.Context, prefix string, rc io.Reader) (*batchE
 				return fail(err)
 			}
 		}
-		end, err := r.forwardLine(prefix, line)
+		end, err := r.forwardLine(prefix, line, count)
 		if err != nil {
 			return fail(err)
 		}
@@ -441,7 +485,7 @@ func isEndLine(line []byte) bool {
 }
 
 // forwardLine emits one event line of a child, or returns its end.
-func (r *run) forwardLine(prefix string, line []byte) (*batchEnd, error) {
+func (r *run) forwardLine(prefix string, line []byte, count *batchCount) (*batchEnd, error) {
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -470,9 +514,11 @@ func (r *run) forwardLine(prefix string, line []byte) (*batchEnd, error) {
 	switch e := ev.(type) {
 	case *protocol.NodeStarted:
 		id, e.Input = e.NodeID, r.reredact(e.Input)
+		// The batch's allowance is already in r.nodes: a child that
+		// starts more than it is stopped here.
 		if e.Attempt == 1 {
-			if n := r.nodes.Add(1); n > int64(r.x.limits.MaxNodes) {
-				return nil, Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes", r.x.limits.MaxNodes)
+			if count.started++; count.started > count.allowance {
+				return nil, Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: a batch of a distributed map started more than its share (%d)", r.x.limits.MaxNodes, count.allowance)
 			}
 		}
 	case *protocol.NodeCompleted:

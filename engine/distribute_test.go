@@ -423,7 +423,7 @@ func TestForwardRefusesForeignLines(t *testing.T) {
 		`{"type":"accepted"}`,
 		`not json`,
 	} {
-		if _, err := r.forwardLine("each[", []byte(line)); err == nil {
+		if _, err := r.forwardLine("each[", []byte(line), &batchCount{allowance: 10}); err == nil {
 			t.Errorf("%s: forwarded", line)
 		}
 	}
@@ -437,7 +437,7 @@ func TestForwardRefusesForeignLines(t *testing.T) {
 func TestServeBatchEndsWhenItsStreamBreaks(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	e, _ := wtEngine(nil)
-	ev := fmt.Sprintf(`{"runnerFanOutBatch":{"v":1,"executionId":"x","node":"each","start":0,"items":[1,2,3,4,5,6,7,8],"concurrency":1,"deadlineMs":%d,
+	ev := fmt.Sprintf(`{"runnerFanOutBatch":{"v":1,"executionId":"x","node":"each","start":0,"items":[1,2,3,4,5,6,7,8],"concurrency":1,"maxNodes":100,"deadlineMs":%d,
 		"request":{"version":1,"workflow":{"nodes":[{"id":"each","type":"map","with":{"items":[],"distribute":{"invocations":1},"nodes":[
 		{"id":"slow","type":"probe","with":{"sleepMs":300}}]}}]}}}}`, time.Now().Add(time.Minute).UnixMilli())
 	pr, pw := io.Pipe()

@@ -280,11 +280,12 @@ func TestRTDistributeInvocationsAtOnce(t *testing.T) {
 	}
 }
 
-// TestRTDistributeInvocationsUncounted: iterations whose nodes are all
-// skipped count nothing against maxNodes, and a map's retry re-runs every
-// batch: with maxNodes 20 the execution makes hundreds of invocations.
+// TestRTDistributeInvocationsUncounted (F6, fixed): iterations whose nodes
+// are all skipped counted nothing against maxNodes, and a map's retry
+// re-runs every batch: with maxNodes 40 the execution made 5,000
+// invocations. Every item sent now counts at least one, so the invocations
+// stay within maxNodes and the execution fails LIMIT_EXCEEDED naming it.
 func TestRTDistributeInvocationsUncounted(t *testing.T) {
-	rtRepro(t)
 	const maps, items, attempts = 5, 200, 5
 	var nodes []string
 	for m := range maps {
@@ -296,10 +297,16 @@ func TestRTDistributeInvocationsUncounted(t *testing.T) {
 	cf := &countFanOut{inner: fo}
 	parent.Services.FanOut = cf
 	start := time.Now()
-	s, _ := fanRun(t, nil, parent, body)
+	s, sum := fanRun(t, nil, parent, body)
 	t.Logf("maxNodes 40: %d child invocations in %v; %s", cf.calls.Load(), time.Since(start).Round(time.Millisecond), rtLastLine(streamText(s)))
 	if n := cf.calls.Load(); n > 40 {
 		t.Errorf("%d child invocations with maxNodes 40", n)
+	}
+	if !strings.Contains(streamText(s), `"code":"LIMIT_EXCEEDED","message":"execution ran more than maxNodes (40) nodes`) {
+		t.Errorf("no map failed LIMIT_EXCEEDED naming maxNodes:\n%s", streamText(s))
+	}
+	if sum.Nodes > 40 {
+		t.Errorf("the summary counts %d nodes with maxNodes 40", sum.Nodes)
 	}
 }
 
@@ -462,12 +469,13 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return c.w.Write(b)
 }
 
-// TestRTDistributeMaxNodesInChildren: every child starts counting from the
-// parent's count when it was sent and may run up to maxNodes itself; the
-// parent stops at maxNodes of the events it has read, but the children have
-// run their nodes by then.
+// TestRTDistributeMaxNodesInChildren (F5, fixed): every child started
+// counting from the parent's count when it was sent and could run up to
+// maxNodes itself (728 nodes started with maxNodes 100); the parent stopped
+// at maxNodes of the events it had read, but the children, which Lambda
+// runs to their end, had run their nodes by then. Each batch now gets a
+// share of what remains, which its child cannot pass.
 func TestRTDistributeMaxNodesInChildren(t *testing.T) {
-	rtRepro(t)
 	const maxNodes = 100
 	parent, fo := fanEngines(func(l *Limits) { l.MaxNodes = maxNodes })
 	lf := &lambdaFanOut{child: fo.child}
@@ -477,8 +485,16 @@ func TestRTDistributeMaxNodesInChildren(t *testing.T) {
 	s, _ := fanRun(t, nil, parent, body)
 	lf.wg.Wait()
 	t.Logf("maxNodes %d: %d invocations; the children started %d nodes; %s", maxNodes, lf.calls.Load(), lf.started.Load(), rtLastLine(streamText(s)))
-	if n := lf.started.Load(); n > 2*maxNodes {
+	if n := lf.started.Load(); n+1 > maxNodes { // the map itself, in the parent
 		t.Errorf("the children ran %d nodes, maxNodes is %d", n, maxNodes)
+	}
+	f := s.failure(t)
+	// as in process: "node each[2].inner[26].a failed: LIMIT_EXCEEDED: execution ran more than maxNodes (100) nodes..."
+	if !strings.Contains(f.Error.Message, fmt.Sprintf("LIMIT_EXCEEDED: execution ran more than maxNodes (%d) nodes", maxNodes)) {
+		t.Errorf("terminal error %+v, want LIMIT_EXCEEDED naming maxNodes", f.Error)
+	}
+	if nf := s.nodeFailed(f.Error.NodeID); nf == nil || nf.Error.Code != protocol.CodeLimitExceeded {
+		t.Errorf("node %s did not fail LIMIT_EXCEEDED: %+v", f.Error.NodeID, nf)
 	}
 }
 

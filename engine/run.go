@@ -42,6 +42,9 @@ type run struct {
 	usage  usageCounters
 	failed failureCounts // final node failures, for metrics
 	svc    *runServices  // models, toolsets and http of this execution
+	// nodeCap, in a distributed map's child, is the most nodes its batch
+	// may start (batchDoc.MaxNodes); 0 elsewhere: maxNodes (nodeCeiling).
+	nodeCap int64
 
 	mu          sync.Mutex
 	suspensions []protocol.Suspension
@@ -378,8 +381,8 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 			st, f = nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 		}
 	}()
-	if c := r.nodes.Add(1); c > int64(r.x.limits.MaxNodes) {
-		ne := Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes", r.x.limits.MaxNodes)
+	if c := r.nodes.Add(1); c > r.nodeCeiling() {
+		ne := r.overNodes()
 		gr.emitFailed(n, 1, 0, ne, false)
 		return nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
 	}

@@ -494,7 +494,7 @@ func TestInvokeServesBatches(t *testing.T) {
 	eng := engine.New(engine.Limits{})
 	inv := newInvoker(http.NotFoundHandler(), config.LambdaModeAuto, slog.New(slog.DiscardHandler), nil)
 	inv.batches = eng
-	ev := `{"runnerFanOutBatch":{"v":1,"executionId":"x1","node":"each","start":3,"items":[1,2],"concurrency":2,"deadlineMs":` +
+	ev := `{"runnerFanOutBatch":{"v":1,"executionId":"x1","node":"each","start":3,"items":[1,2],"concurrency":2,"maxNodes":10,"deadlineMs":` +
 		strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10) + `,"request":{"version":1,"workflow":{"nodes":[{"id":"each","type":"map","with":{"items":[],"distribute":{"invocations":2},"nodes":[{"id":"v","type":"set","with":{"value":"${{ item * 10 + index }}"}}],"output":"${{ nodes.v.output }}"}}]}}}}`
 	resp, err := inv.invoke(context.Background(), json.RawMessage(ev))
 	if err != nil {
@@ -508,7 +508,7 @@ func TestInvokeServesBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(out, []byte(`"nodeId":"each[4].v"`)) || !bytes.HasSuffix(out, []byte(`"outputs":[13,24],"usage":{"inputTokens":0,"outputTokens":0,"modelCalls":0,"toolCalls":0,"httpRequests":0}}`+"\n")) {
+	if !bytes.Contains(out, []byte(`"nodeId":"each[4].v"`)) || !bytes.HasSuffix(out, []byte(`"outputs":[13,24],"usage":{"inputTokens":0,"outputTokens":0,"modelCalls":0,"toolCalls":0,"httpRequests":0},"nodes":2}`+"\n")) {
 		t.Errorf("stream %s", out)
 	}
 
