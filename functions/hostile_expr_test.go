@@ -93,7 +93,12 @@ func TestHostileExprHandler(t *testing.T) {
 			if len(terms) != 1 {
 				t.Fatalf("%d terminal events, want 1", len(terms))
 			}
-			if len(failed) != 1 || failed[0] != string(tt.code) {
+			// The nested sums' 10^10 steps meet the step bound (10,000,000
+			// steps, about a second) and the node's timeoutMs (a second) at
+			// about the same time: whichever ends them first is as bounded.
+			ok := len(failed) == 1 && (failed[0] == string(tt.code) ||
+				tt.code == protocol.CodeTimeout && failed[0] == string(protocol.CodeLimitExceeded))
+			if !ok {
 				t.Errorf("node.failed codes %v, want [%s]", failed, tt.code)
 			}
 			exprServesNext(t, srv.URL)
