@@ -52,6 +52,14 @@ type batchDoc struct {
 	// MaxNodes is the most nodes the batch may start: its share of what
 	// remained of the execution's maxNodes when it was sent (distribute_count.go).
 	MaxNodes int64 `json:"maxNodes"`
+	// Learned is what the parent's redactor had learned (values built from
+	// secrets) when it sent the batch, which the child knows before it
+	// runs anything; LearnCaps, the totals the child's may reach: that
+	// plus the batch's share of the execution's bounds (scrub_share.go).
+	Learned   *learnedSet `json:"learned,omitempty"`
+	LearnCaps *learnCaps  `json:"learnCaps,omitempty"`
+
+	share *learnShare // the parent's: the share lent, until the batch ends
 }
 
 // batchState is an outer node's state as a batch carries it.
@@ -70,6 +78,9 @@ type batchEnd struct {
 	Suspended []protocol.Suspension `json:"suspended,omitempty"`
 	// Nodes is how many nodes the batch started, at most its MaxNodes.
 	Nodes int64 `json:"nodes"`
+	// Learned is everything the child's redactor learned beyond what the
+	// parent sent, each value already reported on a private line.
+	Learned learnedSet `json:"learned,omitempty"`
 }
 
 // batchFailure is the failure that ended a batch, as the parent's map
@@ -129,9 +140,13 @@ func (e *Engine) ServeBatch(ctx context.Context, event []byte, w io.Writer) erro
 
 	ctx, cancel := context.WithDeadline(ctx, batchDeadline(b.DeadlineMs))
 	defer cancel()
-	bw := &breakingWriter{w: w, cancel: cancel}
-	sink := protocol.NewWriter(bw, b.ExecutionID, flusherOf(w))
+	bw := &breakingWriter{w: w, cancel: cancel, flush: flusherOf(w)}
+	// Before anything runs: what the parent learned is redacted here too,
+	// and what this batch learns reaches the parent before it is sent.
+	x.redact.adopt(b.Learned, b.LearnCaps, bw.learned)
+	sink := protocol.NewWriter(bw, b.ExecutionID, bw.flusher())
 	end := x.runBatch(ctx, sink, b, i, step, items)
+	end.Learned = x.redact.learnedSince()
 	line, err := json.Marshal(end)
 	if err != nil {
 		line, _ = json.Marshal(batchEnd{Type: batchEndType, Failure: &batchFailure{NodeID: b.Node, Code: protocol.CodeFailed, Message: "the batch's outputs cannot be encoded"}})
@@ -212,6 +227,7 @@ func (x *Execution) runBatch(ctx context.Context, sink Sink, b *batchDoc, at int
 type breakingWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
+	flush  func() error // w's, or nil
 	cancel context.CancelFunc
 	err    error
 }
@@ -219,6 +235,52 @@ type breakingWriter struct {
 func (b *breakingWriter) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.write(p)
+}
+
+// flusher returns the Writer's flush: w's, serialized with the writes.
+func (b *breakingWriter) flusher() func() error {
+	if b.flush == nil {
+		return nil
+	}
+	return func() error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.flushLocked()
+	}
+}
+
+func (b *breakingWriter) flushLocked() error {
+	if b.err != nil {
+		return b.err
+	}
+	if err := b.flush(); err != nil {
+		b.err = err
+		b.cancel()
+		return err
+	}
+	return nil
+}
+
+// learned writes the private line that reports what the batch's redactor
+// learned, and flushes it, before the request that carries it is sent.
+func (b *breakingWriter) learned(set learnedSet) error {
+	line, err := json.Marshal(batchLearned{Type: batchLearnedType, learnedSet: set})
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, err := b.write(append(line, '\n')); err != nil {
+		return err
+	}
+	if b.flush != nil {
+		return b.flushLocked()
+	}
+	return nil
+}
+
+func (b *breakingWriter) write(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}

@@ -169,6 +169,9 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 		return nil, Errorf(protocol.CodeFailed, "batch event: %v", err)
 	}
 	room := MaxBatchPayloadBytes - len(probe) - 64
+	if len(r.x.secretValues) > 0 {
+		room -= learnedDocBytes // what the redactor learned rides along
+	}
 	if room <= 0 {
 		return nil, Errorf(protocol.CodeLimitExceeded, "the request and the outer nodes' outputs take %d bytes, over what one child invocation's event can carry (%d bytes)", len(probe), MaxBatchPayloadBytes)
 	}
@@ -201,7 +204,7 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	freed := make(chan struct{}, 1)
 	inFlight := 0 // under mu
 loop:
-	for _, b := range bs {
+	for k, b := range bs {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -251,6 +254,9 @@ loop:
 		mu.Lock()
 		inFlight++
 		mu.Unlock()
+		if len(r.x.secretValues) > 0 {
+			doc.Learned, doc.LearnCaps, doc.share = r.x.redact.lend(learnSlots(slots, all, len(bs)-k))
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -283,6 +289,9 @@ loop:
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
+	// Scrubbed again with all the batches have learned: one batch's output
+	// may hold what another sent.
+	r.x.redact.rescrub(out)
 	return out, nil
 }
 
@@ -328,6 +337,7 @@ func outerStates(call *Call) (map[string]batchState, error) {
 // It returns the batch's outputs, or the failure that ends the map.
 func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc, count *batchCount) ([]any, error) {
 	r := call.r
+	defer r.x.redact.release(doc.share)
 	last := doc.Start + len(doc.Items) - 1
 	what := fmt.Sprintf("batch of items %d to %d", doc.Start, last)
 	payload, err := json.Marshal(batchEvent{Batch: doc})
@@ -342,7 +352,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation failed: %s", what, r.x.redact.String(err.Error()))
 	}
 	defer rc.Close()
-	end, held, err := r.forward(ctx, call.ID+"[", rc, count)
+	end, held, err := r.forward(ctx, call.ID+"[", rc, count, doc.share)
 	defer func() { r.budget.Add(-held) }()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -355,12 +365,18 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation ended without its result: %s", what, r.x.redact.String(err.Error()))
 	}
 	count.ended, count.reported = true, end.Nodes
+	if err := r.x.redact.absorb(end.Learned, doc.share); err != nil {
+		return nil, err
+	}
 	r.usage.inputTokens.Add(end.Usage.InputTokens)
 	r.usage.outputTokens.Add(end.Usage.OutputTokens)
 	r.usage.modelCalls.Add(end.Usage.ModelCalls)
 	r.usage.toolCalls.Add(end.Usage.ToolCalls)
 	r.usage.httpRequests.Add(end.Usage.HTTPRequests)
 	if len(end.Suspended) > 0 {
+		for i := range end.Suspended {
+			end.Suspended[i].Resource = r.x.redact.String(end.Suspended[i].Resource)
+		}
 		r.mu.Lock()
 		r.suspensions = append(r.suspensions, end.Suspended...)
 		r.mu.Unlock()
@@ -368,7 +384,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		return nil, errSuspended
 	}
 	if f := end.Failure; f != nil {
-		return nil, &graphFailure{nodeID: f.NodeID, err: &NodeError{Code: f.Code, Message: f.Message}}
+		return nil, &graphFailure{nodeID: f.NodeID, err: &NodeError{Code: f.Code, Message: r.x.redact.String(f.Message)}}
 	}
 	if len(end.Outputs) != len(doc.Items) {
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: the child returned %d outputs for %d items", what, len(end.Outputs), len(doc.Items))
@@ -418,7 +434,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 // batch's outputs, up to the child's own budget. The end is returned with
 // what is still charged for it (the line and the outputs' copies), which the
 // caller releases once it has charged the decoded outputs.
-func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount) (*batchEnd, int64, error) {
+func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount, share *learnShare) (*batchEnd, int64, error) {
 	br := bufio.NewReaderSize(rc, 64<<10)
 	l := r.x.limits
 	// A line carries one event (bounded by maxEventBytes in the child) or
@@ -467,7 +483,7 @@ func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *b
 				return fail(err)
 			}
 		}
-		end, err := r.forwardLine(prefix, line, count)
+		end, err := r.forwardLine(prefix, line, count, share)
 		if err != nil {
 			return fail(err)
 		}
@@ -484,8 +500,10 @@ func isEndLine(line []byte) bool {
 	return bytes.Contains(line[:min(len(line), 64)], []byte(`"type":"`+batchEndType+`"`))
 }
 
-// forwardLine emits one event line of a child, or returns its end.
-func (r *run) forwardLine(prefix string, line []byte, count *batchCount) (*batchEnd, error) {
+// forwardLine emits one event line of a child, or returns its end. A
+// private line (what the child's redactor learned) is learned, never
+// emitted.
+func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *learnShare) (*batchEnd, error) {
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -500,6 +518,8 @@ func (r *run) forwardLine(prefix string, line []byte, count *batchCount) (*batch
 			return nil, fmt.Errorf("the child's end line: %w", err)
 		}
 		return &end, nil
+	case batchLearnedType:
+		return nil, r.learnFromBatch(line, share)
 	case protocol.TypeNodeStarted, protocol.TypeNodeCompleted, protocol.TypeNodeFailed,
 		protocol.TypeNodeSuspended, protocol.TypePermissionDecision:
 		ev = protocol.NewEvent(head.Type)

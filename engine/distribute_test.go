@@ -423,7 +423,7 @@ func TestForwardRefusesForeignLines(t *testing.T) {
 		`{"type":"accepted"}`,
 		`not json`,
 	} {
-		if _, err := r.forwardLine("each[", []byte(line), &batchCount{allowance: 10}); err == nil {
+		if _, err := r.forwardLine("each[", []byte(line), &batchCount{allowance: 10}, nil); err == nil {
 			t.Errorf("%s: forwarded", line)
 		}
 	}

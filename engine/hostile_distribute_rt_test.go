@@ -60,7 +60,6 @@ func storeServer(t *testing.T) *httptest.Server {
 // other: what the bound host returns of it later passes unredacted into the
 // stream, where the in-process map redacts it.
 func TestRTDistributeLearnedRedaction(t *testing.T) {
-	rtRepro(t)
 	const secret = "rt-s3cret-value-77"
 	basic := base64.StdEncoding.EncodeToString([]byte("user:" + secret))
 	cases := []struct{ name, wf string }{{

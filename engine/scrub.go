@@ -62,11 +62,22 @@ type scrubber struct {
 	worst        int
 	derived      map[string]bool
 	learnedBytes int
+
+	// Distributed maps (scrub_share.go). caps are the totals learn may
+	// reach, less reserved: the shares a parent has handed its running
+	// batches. In a child, caps are where the parent was plus the batch's
+	// share; report tells the parent what learn adds, before learn
+	// returns, and since keeps it for the batch's end.
+	caps     learnCaps
+	reserved learnCaps
+	shared   bool
+	report   func(learnedSet) error
+	since    learnedSet
 }
 
 // newScrubber returns the scrubber of the secret values.
 func newScrubber(values []string) *scrubber {
-	s := &scrubber{keys: map[string]bool{}, derived: map[string]bool{}}
+	s := &scrubber{keys: map[string]bool{}, derived: map[string]bool{}, caps: executionCaps}
 	s.cur.Store(redact.New(values...))
 	return s
 }
@@ -110,6 +121,8 @@ func (s *scrubber) learn(values ...derived) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	capKeys, capWorst := s.caps.Keys-s.reserved.Keys, s.caps.Worst-s.reserved.Worst
+	capValues, capBytes := s.caps.Values-s.reserved.Values, s.caps.Bytes-s.reserved.Bytes
 	var keys []string
 	worst := s.worst
 	for _, d := range values {
@@ -122,11 +135,11 @@ func (s *scrubber) learn(values ...derived) error {
 		if s.keys[d.key] || slices.Contains(keys, d.key) {
 			continue
 		}
-		if len(s.keys)+len(keys) >= maxDerivedSecrets {
-			return Errorf(protocol.CodeLimitExceeded, "more than %d distinct values built from secrets in one execution", maxDerivedSecrets)
+		if len(s.keys)+len(keys) >= capKeys {
+			return Errorf(protocol.CodeLimitExceeded, "more than %d distinct values built from secrets in one execution%s", maxDerivedSecrets, s.shareNote())
 		}
-		if worst += len(d.key); worst > maxDerivedTotal {
-			return Errorf(protocol.CodeLimitExceeded, "the values built from secrets in one execution may be at most %d bytes long together, counted with every secret %d bytes long (whatever its length)", maxDerivedTotal, maxSecretBytes)
+		if worst += len(d.key); worst > capWorst {
+			return Errorf(protocol.CodeLimitExceeded, "the values built from secrets in one execution may be at most %d bytes long together, counted with every secret %d bytes long (whatever its length)%s", maxDerivedTotal, maxSecretBytes, s.shareNote())
 		}
 		keys = append(keys, d.key)
 	}
@@ -142,8 +155,8 @@ func (s *scrubber) learn(values ...derived) error {
 		// The secret rule keeps a value no longer than its shadow and
 		// gives each shadow as many values as secrets may be picked by
 		// name at run time: these bound the redactor's cost all the same.
-		if learned += len(v); len(s.derived)+len(added) >= maxLearned || learned > maxLearnedBytes {
-			return Errorf(protocol.CodeLimitExceeded, "more than %d values built from secrets, or %d bytes of them, in one execution", maxLearned, maxLearnedBytes)
+		if learned += len(v); len(s.derived)+len(added) >= capValues || learned > capBytes {
+			return Errorf(protocol.CodeLimitExceeded, "more than %d values built from secrets, or %d bytes of them, in one execution%s", maxLearned, maxLearnedBytes, s.shareNote())
 		}
 		added = append(added, v)
 	}
@@ -159,6 +172,11 @@ func (s *scrubber) learn(values ...derived) error {
 		// Incremental: the values already known are not rebuilt (see
 		// redact.Redactor.With).
 		s.cur.Store(s.cur.Load().With(added...))
+	}
+	if len(keys) > 0 || len(added) > 0 {
+		// A batch of a distributed map: the parent learns them too,
+		// before the request that carries them is sent.
+		return s.reported(keys, added)
 	}
 	return nil
 }
