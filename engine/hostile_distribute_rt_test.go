@@ -56,9 +56,11 @@ func storeServer(t *testing.T) *httptest.Server {
 }
 
 // TestRTDistributeLearnedRedaction: a value learned by the redactor in one
-// invocation (a Basic credential built from a secret) is unknown to the
-// other: what the bound host returns of it later passes unredacted into the
-// stream, where the in-process map redacts it.
+// invocation (a Basic credential built from a secret) was unknown to the
+// other: what the bound host returned of it later passed unredacted into the
+// stream, where the in-process map redacts it. Now the parent sends what it
+// learned to its children and the children report what they learn (see
+// scrub_share.go): distributed or not, the result is redacted alike.
 func TestRTDistributeLearnedRedaction(t *testing.T) {
 	const secret = "rt-s3cret-value-77"
 	basic := base64.StdEncoding.EncodeToString([]byte("user:" + secret))
@@ -105,10 +107,23 @@ func TestRTDistributeLearnedRedaction(t *testing.T) {
 				i := strings.Index(flatDist, basic)
 				t.Errorf("distributed: the Basic credential of user:secret (%s) reached the parent's stream: ...%s...", basic, flatDist[max(0, i-80):min(len(flatDist), i+len(basic)+20)])
 			}
+			// Redacted alike: the execution's redactor knows the value
+			// wherever it was learned.
+			outIn, outDist := rtOutput(rtLastLine(sIn)), rtOutput(rtLastLine(sDist))
+			if outIn != outDist {
+				t.Errorf("the outputs differ: in process %s, distributed %s", outIn, outDist)
+			}
 			t.Logf("in-process result: %s", rtLastLine(sIn))
 			t.Logf("distributed result: %s", rtLastLine(sDist))
 		})
 	}
+}
+
+// rtOutput is the output of a terminal event's line.
+func rtOutput(line string) string {
+	var r struct{ Output json.RawMessage }
+	_ = json.Unmarshal([]byte(line), &r)
+	return string(r.Output)
 }
 
 func rtLastLine(s string) string {
