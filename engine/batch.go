@@ -80,7 +80,7 @@ type batchEnd struct {
 	Nodes int64 `json:"nodes"`
 	// Learned is everything the child's redactor learned beyond what the
 	// parent sent, each value already reported on a private line.
-	Learned learnedSet `json:"learned,omitempty"`
+	Learned *learnedSet `json:"learned,omitempty"`
 }
 
 // batchFailure is the failure that ended a batch, as the parent's map
@@ -146,7 +146,9 @@ func (e *Engine) ServeBatch(ctx context.Context, event []byte, w io.Writer) erro
 	x.redact.adopt(b.Learned, b.LearnCaps, bw.learned)
 	sink := protocol.NewWriter(bw, b.ExecutionID, bw.flusher())
 	end := x.runBatch(ctx, sink, b, i, step, items)
-	end.Learned = x.redact.learnedSince()
+	if l := x.redact.learnedSince(); !l.empty() {
+		end.Learned = &l
+	}
 	line, err := json.Marshal(end)
 	if err != nil {
 		line, _ = json.Marshal(batchEnd{Type: batchEndType, Failure: &batchFailure{NodeID: b.Node, Code: protocol.CodeFailed, Message: "the batch's outputs cannot be encoded"}})

@@ -365,8 +365,10 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation ended without its result: %s", what, r.x.redact.String(err.Error()))
 	}
 	count.ended, count.reported = true, end.Nodes
-	if err := r.x.redact.absorb(end.Learned, doc.share); err != nil {
-		return nil, err
+	if end.Learned != nil {
+		if err := r.x.redact.absorb(*end.Learned, doc.share); err != nil {
+			return nil, err
+		}
 	}
 	r.usage.inputTokens.Add(end.Usage.InputTokens)
 	r.usage.outputTokens.Add(end.Usage.OutputTokens)

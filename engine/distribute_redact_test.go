@@ -315,3 +315,44 @@ func TestScrubberShares(t *testing.T) {
 		t.Errorf("reported %+v, since %+v", got, c.learnedSince())
 	}
 }
+
+// failOnLearned fails the write of a private line, as a stream the parent
+// has closed would.
+type failOnLearned struct{ w io.Writer }
+
+func (f failOnLearned) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"type":"`+batchLearnedType+`"`)) {
+		return 0, io.ErrClosedPipe
+	}
+	return f.w.Write(p)
+}
+
+// TestDistributeUnreportedValueNotSent: a child that cannot report a value
+// it learned to the parent does not send the request that carries it.
+func TestDistributeUnreportedValueNotSent(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sent.Add(1)
+		}
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	wf := `{"nodes":[{"id":"each","type":"map","with":{"items":[1,2],"distribute":{"batchSize":1,"invocations":2},"nodes":[
+		{"id":"send","type":"http","with":{"url":"SRV/x","headers":{"Authorization":"Basic ${{ toBase64('user:' + secrets.k) }}"}}}]}}]}`
+	parent, fo := fanEngines(nil)
+	parent.Services.FanOut = fanOutFunc(func(ctx context.Context, payload []byte) (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(fo.child.ServeBatch(ctx, payload, failOnLearned{pw})) }()
+		return pr, nil
+	})
+	s, _ := fanRun(t, nil, parent, secretBody(wf, srv.URL, "unreported-s3cret"))
+	last := rtLastLine(streamText(s))
+	t.Logf("%s", last)
+	if n := sent.Load(); n > 0 {
+		t.Errorf("%d requests sent with a value the parent was never told of", n)
+	}
+	if strings.Contains(last, `"status":"completed"`) {
+		t.Errorf("completed: %s", last)
+	}
+}
