@@ -159,7 +159,8 @@ bench:
 ## engine's own figure (BenchmarkInProcess), the floor (bench/floor, a
 ## server that only carries bytes) and the upload (bench/floor taking each
 ## shape's body, answering a one-node stream) with the bound it sets on
-## HTTP / engine: bench/compare.sh, RUNS, WARM, OUTDIR and
+## HTTP / engine, then issue 21's targets said met or not:
+## bench/compare.sh, RUNS, WARM, OUTDIR and
 ## CONN (keep: one kept-alive connection; new: one per request) as there.
 ## bench/eino is a module of its own: eino is downloaded
 ## only here, never by make test or lint.
