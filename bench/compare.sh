@@ -67,7 +67,6 @@ RUNS=${RUNS:-15}
 WARM=${WARM:-3}
 EINO_MODES=${EINO_MODES:-any all}
 CONN=${CONN:-keep}
-# The issue's targets (bench/BASELINE.md), printed met or not at the end.
 TARGET_EINO=12 TARGET_GROWTH=10 TARGET_HTTP=1.3
 case $CONN in keep | new) ;; *) echo "compare: CONN: want keep or new, not $CONN" >&2; exit 2 ;; esac
 GO=${GO:-go}
@@ -300,6 +299,8 @@ ratio() {
 		END { for (i in x) if ((i in y) && y[i] > 0 && (c == "" || (i in z))) print (x[i] + z[i]) / y[i] }' "$tmp/samples" | median
 }
 declare -A http httpbase idle eino inproc evicted floor upload
+# The ratios the table and the targets both print, computed once.
+declare -A einoratio httpratio bound
 for s in chain1000 fanout1000 chain10000; do
 	http[$s]=$(med "http/head/$s")
 	floor[$s]=$(med "http/floor/$s")
@@ -308,8 +309,16 @@ for s in chain1000 fanout1000 chain10000; do
 	[ -n "${BASE:-}" ] && httpbase[$s]=$(med "http/base/$s")
 	inproc[$s]=$(med "engine/$s")
 	evicted[$s]=$(med "evicted/$s")
-	for m in $EINO_MODES; do eino[$m/$s]=$(med "eino/$m/$s"); done
+	for m in $EINO_MODES; do
+		eino[$m/$s]=$(med "eino/$m/$s")
+		[ -n "${eino[$m/$s]}" ] && einoratio[$m/$s]=$(ratio "eino/$m/$s" "http/head/$s")
+	done
+	if [ -n "${inproc[$s]}" ]; then
+		httpratio[$s]=$(ratio "http/head/$s" "engine/$s")
+		bound[$s]=$(ratio "engine/$s" "engine/$s" "upload/$s")
+	fi
 done
+growth=$(ratio http/head/chain10000 http/head/chain1000)
 
 printf '\n%-12s' shape
 [ -n "${BASE:-}" ] && printf ' %12s' "$BASE ms"
@@ -323,7 +332,7 @@ for s in chain1000 fanout1000 chain10000; do
 	printf ' %12.2f' "${http[$s]}"
 	for m in $EINO_MODES; do
 		if [ -n "${eino[$m/$s]:-}" ]; then
-			printf ' %14.2f %11.1fx' "${eino[$m/$s]}" "$(ratio "eino/$m/$s" "http/head/$s")"
+			printf ' %14.2f %11.1fx' "${eino[$m/$s]}" "${einoratio[$m/$s]}"
 		else
 			printf ' %14s %12s' - -
 		fi
@@ -331,14 +340,14 @@ for s in chain1000 fanout1000 chain10000; do
 	hn=$(calc "${http[$s]} * 1000 / $n")
 	if [ -n "${inproc[$s]:-}" ]; then
 		en=$(calc "${inproc[$s]} * 1000 / $n")
-		printf ' %14.2f %14.2f %11.2fx %9.2f %13.2fx %10.2f %7.2fx %11.2fx\n' "$hn" "$en" "$(ratio "http/head/$s" "engine/$s")" \
+		printf ' %14.2f %14.2f %11.2fx %9.2f %13.2fx %10.2f %7.2fx %11.2fx\n' "$hn" "$en" "${httpratio[$s]}" \
 			"${floor[$s]}" "$(ratio "engine/$s" "engine/$s" "http/floor/$s")" \
-			"${upload[$s]}" "$(ratio "engine/$s" "engine/$s" "upload/$s")" "$(ratio "http/head/$s" "evicted/$s")"
+			"${upload[$s]}" "${bound[$s]}" "$(ratio "http/head/$s" "evicted/$s")"
 	else
 		printf ' %14.2f %14s %12s\n' "$hn" - -
 	fi
 done
-printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$(ratio http/head/chain10000 http/head/chain1000)"
+printf 'chain 10k / 1k over HTTP: %.1fx (linear: 10x)\n' "$growth"
 echo "(floor: bench/floor carrying the runner's own stream of the shape, and nothing else; engine+floor: (engine + floor) / engine, the HTTP/engine of a server that ran the engine and then sent its stream; upload: bench/floor taking the shape's body and answering with a one-node stream, the request's cost before any engine can start; bound: (engine + upload) / engine, the least HTTP/engine of any server here; HTTP/evicted: over the engine with the CPU's caches emptied before each run, as a request meets them)"
 # The first of each pair: the same figures for a request that meets the
 # runner after the machine's other work, with no request just before it.
@@ -360,36 +369,27 @@ for s in chain1000 fanout1000 chain10000; do
 done
 echo "(medians of $RUNS rounds after $WARM warm-up rounds, each round every figure once, ratios the medians of the rounds' own; CONN=$CONN: $([ "$CONN" = keep ] && echo "one kept-alive connection per round and server" || echo "a new connection, and a curl, per request"); eino's chain of 10,000 is left out: it grows quadratically, about 17 s a run)"
 
-# The issue's targets, each said met or not, from the figures above. A
-# HTTP / engine target under its shape's bound is out of reach of any
-# server on this machine in this run: the request's own cost (upload),
-# before the engine can start, already exceeds it.
-# verdict X OP T: "met" when X OP T holds (OP: ge or le).
-verdict() { awk -v x="$1" -v t="$3" -v op="$2" 'BEGIN { ok = (op == "ge") ? x >= t : x <= t; print (ok ? "met" : "not met") }'; }
+# The targets, from the figures above.
+# holds X OP T: whether X OP T (OP: ge or le); verdict X OP T says it.
+holds() { awk -v x="$1" -v t="$3" -v op="$2" 'BEGIN { exit !((op == "ge") ? x >= t : x <= t) }'; }
+verdict() { if holds "$@"; then echo met; else echo "not met"; fi; }
 echo
 echo "targets (issue 21):"
 for m in $EINO_MODES; do
 	line=
 	for s in chain1000 fanout1000; do
-		[ -n "${eino[$m/$s]:-}" ] || continue
-		r=$(ratio "eino/$m/$s" "http/head/$s")
-		line="$line; $s $(printf '%.1fx' "$r") $(verdict "$r" ge "$TARGET_EINO")"
+		r=${einoratio[$m/$s]:-}
+		[ -n "$r" ] && line="$line; $s $(printf '%.1fx' "$r") $(verdict "$r" ge "$TARGET_EINO")"
 	done
 	[ -z "$line" ] || echo "  eino[$m] / runner >= ${TARGET_EINO}x:${line#;}"
 done
-r=$(ratio http/head/chain10000 http/head/chain1000)
-echo "  chain 10k / 1k <= ${TARGET_GROWTH}x: $(printf '%.1fx' "$r") $(verdict "$r" le "$TARGET_GROWTH")"
+echo "  chain 10k / 1k <= ${TARGET_GROWTH}x: $(printf '%.1fx' "$growth") $(verdict "$growth" le "$TARGET_GROWTH")"
 line=
 for s in chain1000 fanout1000 chain10000; do
-	[ -n "${inproc[$s]:-}" ] || continue
-	r=$(ratio "http/head/$s" "engine/$s")
-	b=$(ratio "engine/$s" "engine/$s" "upload/$s")
-	v=$(verdict "$r" le "$TARGET_HTTP")
-	if [ "$(verdict "$b" le "$TARGET_HTTP")" != met ]; then
-		v="$v, out of reach here: bound $(printf '%.2fx' "$b")"
-	else
-		v="$v (bound $(printf '%.2fx' "$b"))"
-	fi
-	line="$line; $s $(printf '%.2fx' "$r") $v"
+	r=${httpratio[$s]:-}
+	[ -n "$r" ] || continue
+	b=$(printf '%.2fx' "${bound[$s]}")
+	if holds "${bound[$s]}" le "$TARGET_HTTP"; then b=" (bound $b)"; else b=", out of reach here: bound $b"; fi
+	line="$line; $s $(printf '%.2fx' "$r") $(verdict "$r" le "$TARGET_HTTP")$b"
 done
 echo "  HTTP / engine <= ${TARGET_HTTP}x:${line#;}"
