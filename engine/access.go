@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -64,6 +66,14 @@ func (c *Call) services() *runServices { return c.r.svc }
 
 // codeRunner returns the engine's sandbox for code nodes.
 func (c *Call) codeRunner() CodeRunner { return c.r.x.e.Services.Code }
+
+// sandboxOptions are the attempt's evaluation options: the execution owns
+// it (one execution holds at most its share of the workers), what is
+// left of timeoutMs bounds it from when a worker starts on it, and the
+// wait for the worker is recorded for the attempt's events.
+func (c *Call) sandboxOptions() sandbox.EvalOptions {
+	return sandbox.EvalOptions{Owner: c.r, Timeout: c.workTimeout, Started: func(waited time.Duration) { c.queued = waited }}
+}
 
 // usage returns the execution's usage counters.
 func (c *Call) usage() *usageCounters { return &c.r.usage }

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -17,6 +20,10 @@ type detailList struct {
 	covered map[string]bool
 	// bare is set when a workflow document is checked without a request.
 	bare bool
+	// busy is a check the runner could not make in time for want of
+	// resources (a code node's syntax check, the sandbox busy): not a
+	// problem of the request, which may be sent again (ErrBusy).
+	busy *protocol.Detail
 }
 
 func (d *detailList) add(path, format string, args ...any) {
@@ -89,15 +96,39 @@ func (d *detailList) isCovered(path string) bool {
 	return false
 }
 
-func (d *detailList) len() int { return len(d.inv.Details) }
+func (d *detailList) len() int {
+	if d.busy != nil {
+		return len(d.inv.Details) + 1
+	}
+	return len(d.inv.Details)
+}
 
+// err returns the request's problems, or, when it has none but a check
+// could not be made, an error wrapping ErrBusy.
 func (d *detailList) err() error {
 	if len(d.inv.Details) == 0 {
+		if d.busy != nil {
+			return fmt.Errorf("%w: %s: %s", ErrBusy, d.busy.Path, d.busy.Message)
+		}
 		return nil
 	}
 	inv := d.inv
 	return &inv
 }
+
+// setBusy records the first check the runner could not make in time.
+func (d *detailList) setBusy(path, format string, args ...any) {
+	if d.busy == nil {
+		d.busy = &protocol.Detail{Path: path, Message: fmt.Sprintf(format, args...)}
+	}
+}
+
+// ErrBusy is what Prepare and PrepareBody fail with when the request has
+// no problem found but a check of it could not be made in time for want
+// of resources (a code node's syntax check while the sandbox's workers
+// are busy checking others): the request is not at fault, and may be
+// sent again later (the handler answers 503 with Retry-After).
+var ErrBusy = errors.New("the runner is busy")
 
 // addErr records err under path, spreading joined errors and field errors
 // into separate details.

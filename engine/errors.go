@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -20,6 +21,9 @@ type NodeError struct {
 	// logs are what a code node's console.log wrote before it failed,
 	// shown in node.failed when traced.
 	logs []string
+	// queued is how long the attempt waited for a sandbox worker, shown
+	// in node.failed when traced.
+	queued time.Duration
 }
 
 func (e *NodeError) Error() string { return e.Message }

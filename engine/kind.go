@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -165,6 +166,11 @@ type Call struct {
 
 	// logs are a code node's console.log lines, for node.completed.
 	logs []string
+	// workTimeout is what is left of the node's timeoutMs for a Step that
+	// times its work itself (workTimed), 0 for none; queued is how long
+	// the attempt waited for a sandbox worker, for its events.
+	workTimeout time.Duration
+	queued      time.Duration
 }
 
 // Eval evaluates a template compiled by Compiler.Template in the node's

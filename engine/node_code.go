@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -46,10 +47,15 @@ func (codeKind) Prepare(c *Compiler) Step {
 	// The syntax is checked by a sandbox worker (Pool.Check), the one
 	// place a JavaScript parser is linked.
 	var se *sandbox.Error
-	switch err := c.Engine().Services.Code.Check(code); {
+	switch err := c.p.checkCode(code); {
 	case err == nil:
 	case errors.As(err, &se) && se.Kind == sandbox.KindThrown:
 		c.Errorf("code", "node %q: %s at line %d, column %d", c.NodeID(), se.Message, se.Line, se.Column)
+		return nil
+	case errors.Is(err, sandbox.ErrBusy):
+		// Not the author's fault: 503 and Retry-After (ErrBusy), unless
+		// the request has problems of its own to report.
+		c.p.d.setBusy(c.Path("code"), "node %q: the code could not be checked within %v: %v; try again", c.NodeID(), codeCheckBudget(c.p.limits), err)
 		return nil
 	default:
 		c.Errorf("code", "node %q: the code could not be checked: %v", c.NodeID(), err)
@@ -59,7 +65,32 @@ func (codeKind) Prepare(c *Compiler) Step {
 	return codeStep{code: code}
 }
 
+// codeCheckBudget bounds the time all the syntax checks of one request
+// take together, from the first: 3 s, or a quarter of the longest
+// execution when that is shorter (a function with a short timeout keeps
+// most of it to run). Checks past it are not made: the request is
+// answered 503 with Retry-After (ErrBusy), and the bodies checked by then
+// are remembered valid, so that the request sent again gets further.
+func codeCheckBudget(l Limits) time.Duration {
+	return min(3*time.Second, l.MaxDuration/4)
+}
+
+// checkCode checks a code body's syntax within the request's budget for
+// its checks (codeCheckBudget), which its first check starts.
+func (p *prep) checkCode(code string) error {
+	if p.checkBy.IsZero() {
+		p.checkBy = time.Now().Add(codeCheckBudget(p.limits))
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), p.checkBy)
+	defer cancel()
+	return p.e.Services.Code.Check(ctx, code)
+}
+
 type codeStep struct{ code string }
+
+// timesItsWork: a code node's timeoutMs counts from when a sandbox worker
+// starts on it, not while it waits its turn for one (attempt).
+func (codeStep) timesItsWork() {}
 
 func (s codeStep) Run(ctx context.Context, call *Call) (any, error) {
 	input, err := json.Marshal(call.WithMap()["input"])
@@ -67,11 +98,13 @@ func (s codeStep) Run(ctx context.Context, call *Call) (any, error) {
 		return nil, Errorf(protocol.CodeExpressionError, "with.input is not JSON: %v", err)
 	}
 	l := call.Limits()
-	rep, err := call.codeRunner().Eval(ctx, sandbox.Request{
+	rep, err := call.codeRunner().EvalWith(ctx, sandbox.Request{
 		Code: s.code, Input: input, MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxCodeLogBytes,
-	})
+	}, call.sandboxOptions())
 	var se *sandbox.Error
 	switch {
+	case errors.As(err, &se) && se.Kind == sandbox.KindTimeout:
+		return nil, Errorf(protocol.CodeTimeout, "node timed out: the code ran for its timeoutMs (%d)", call.n.timeout.Milliseconds())
 	case errors.As(err, &se):
 		return nil, codeError(se, l)
 	case err != nil:

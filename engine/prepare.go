@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
@@ -50,6 +51,9 @@ type prep struct {
 	// runtime payload, its secrets' names) or ran a kind the engine does
 	// not know to read nothing of it: the plan is then not cached.
 	impure bool
+	// checkBy is when the request's budget for its code nodes' syntax
+	// checks ends (checkCode), set by the first of them.
+	checkBy time.Time
 }
 
 // Prepare checks an execution request before acceptance. The error is a

@@ -469,6 +469,13 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		}
 	}
 	emitLent(r, &startedEvents, protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt, Input: input})
+	if _, ok := n.step.(workTimed); ok && n.timeout > 0 {
+		// The rest of timeoutMs is the step's to apply once its work
+		// starts; until then the execution's deadline bounds it.
+		dl, _ := actx.Deadline()
+		call.workTimeout = max(time.Until(dl), 1)
+		actx = ctx
+	}
 	if o := r.x.e.Observer; o != nil {
 		var end func(status, code string)
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
@@ -492,13 +499,31 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		}
 		ne := classify(err, actx, ctx)
 		ne.Message = r.x.redact.String(ne.Message)
+		ne.queued = call.queued
 		return nil, inner, ne
 	}
 	if ne := r.account(out); ne != nil {
 		return nil, "", ne
 	}
-	emitLent(r, &completedEvents, protocol.NodeCompleted{Header: protocol.Header{Time: ended}, NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out), Logs: r.tracedLogs(call.logs)})
+	emitLent(r, &completedEvents, protocol.NodeCompleted{Header: protocol.Header{Time: ended}, NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: dur, Output: r.traced(out), Logs: r.tracedLogs(call.logs), QueuedMs: r.tracedQueue(call.queued)})
 	return out, "", nil
+}
+
+// workTimed is a Step that applies its node's timeoutMs itself, from when
+// its work starts rather than from the attempt's start, because it may
+// first wait its turn for a shared resource (a code node, for a sandbox
+// worker: Call.workTimeout is what is left). The wait is bounded by the
+// execution's deadline and its cancellation.
+type workTimed interface{ timesItsWork() }
+
+// tracedQueue is how long an attempt waited for a sandbox worker, in
+// milliseconds, for its events when the request is traced (0 otherwise,
+// which the event omits).
+func (r *run) tracedQueue(d time.Duration) int64 {
+	if !r.x.trace {
+		return 0
+	}
+	return d.Milliseconds()
 }
 
 // attemptStatus names how an attempt ended, for its span.
@@ -542,6 +567,7 @@ func (gr *graphRun) emitFailed(n *node, attempt int, dur int64, ne *NodeError, r
 		Error:    protocol.NodeError{Code: ne.Code, Message: gr.r.x.redact.String(ne.Message)},
 		Retrying: retrying,
 		Logs:     gr.r.tracedLogs(ne.logs),
+		QueuedMs: gr.r.tracedQueue(ne.queued),
 	})
 }
 

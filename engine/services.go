@@ -50,16 +50,21 @@ type Services struct {
 }
 
 // CodeRunner evaluates one code node's function body; a *sandbox.Pool is
-// one. It returns a *sandbox.Error for a failure of the code, ctx's error
-// when ctx ended first (the evaluation stopped by then).
+// one. EvalWith returns a *sandbox.Error for a failure of the code (of
+// sandbox.KindTimeout when it ran past opts.Timeout, which counts from
+// when a worker started on it), ctx's error when ctx ended first (the
+// evaluation stopped by then). The engine passes the execution as
+// opts.Owner, so that one execution holds at most its share of the
+// workers.
 //
 // Check checks a function body's syntax before acceptance: nil, a
-// *sandbox.Error of sandbox.KindThrown locating a syntax error, or why it
-// could not be checked (the worker could not start, did not answer in
-// time).
+// *sandbox.Error of sandbox.KindThrown locating a syntax error, an error
+// wrapping sandbox.ErrBusy when ctx (the request's budget for its checks)
+// ended first, or why it could not be checked (the worker could not
+// start, did not answer in time).
 type CodeRunner interface {
-	Eval(ctx context.Context, req sandbox.Request) (*sandbox.Reply, error)
-	Check(code string) error
+	EvalWith(ctx context.Context, req sandbox.Request, opts sandbox.EvalOptions) (*sandbox.Reply, error)
+	Check(ctx context.Context, code string) error
 }
 
 // modelClients returns the clients model calls use.

@@ -48,6 +48,10 @@ func (e *Engine) Validate(src []byte) []Problem {
 	for _, det := range d.warnings {
 		problems = append(problems, Problem{Path: det.Path, Message: det.Message, Offset: -1, Warning: true})
 	}
+	if b := d.busy; b != nil {
+		// Not a problem of the document: what could not be checked now.
+		problems = append(problems, Problem{Path: b.Path, Message: b.Message, Offset: -1, Warning: true})
+	}
 	if bare {
 		for i := range problems {
 			problems[i].Path = barePath(problems[i].Path)

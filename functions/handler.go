@@ -196,6 +196,13 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		return
 	}
 	x, err := h.Engine.PrepareBody(body)
+	if errors.Is(err, engine.ErrBusy) {
+		// Not the request's fault: its checks could not be made in time.
+		log.Info("busy before acceptance", "err", err.Error())
+		w.Header().Set("Retry-After", "1")
+		writeError(w, protocol.CodeUnavailable, err.Error())
+		return
+	}
 	if err != nil {
 		var inv *protocol.Invalid
 		if !errors.As(err, &inv) {

@@ -66,7 +66,7 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 				return nil, err
 			}
 		}
-		return append(dst, "}\n"...), nil
+		return w.appendCodeFields(dst, e.Logs, e.QueuedMs)
 	case *NodeFailed:
 		dst = w.appendHeader(dst, &e.Header)
 		dst = appendNode(dst, e.NodeID, e.NodeType, e.Attempt)
@@ -74,7 +74,7 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 		dst = appendString(append(dst, `,"error":{"code":`...), string(e.Error.Code))
 		dst = appendString(append(dst, `,"message":`...), e.Error.Message)
 		dst = strconv.AppendBool(append(dst, `},"retrying":`...), e.Retrying)
-		return append(dst, "}\n"...), nil
+		return w.appendCodeFields(dst, e.Logs, e.QueuedMs)
 	}
 	e.header().At = FormatTime(w.at(e.header().Time))
 	w.tmp.Reset()
@@ -88,6 +88,21 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, w.tmp.Bytes()...), nil
+}
+
+// appendCodeFields ends a node.completed or node.failed line with a code
+// node's logs and queuedMs, when set.
+func (w *Writer) appendCodeFields(dst []byte, logs json.RawMessage, queuedMs int64) ([]byte, error) {
+	if len(logs) > 0 {
+		var err error
+		if dst, err = w.appendRaw(append(dst, `,"logs":`...), logs); err != nil {
+			return nil, err
+		}
+	}
+	if queuedMs != 0 {
+		dst = strconv.AppendInt(append(dst, `,"queuedMs":`...), queuedMs, 10)
+	}
+	return append(dst, "}\n"...), nil
 }
 
 // appendHeader writes the fields every event starts with, and leaves the
@@ -323,6 +338,7 @@ func truncatedText(n int) string {
 func (w *Writer) shrink(e Event, limit int) ([]byte, error) {
 	texts, raw := fields(e, &w.texts)
 	rawDone := raw == nil
+	logs := logsOf(e)
 	for {
 		line, err := w.appendEvent(w.line[:0], e)
 		if err != nil {
@@ -344,6 +360,15 @@ func (w *Writer) shrink(e Event, limit int) ([]byte, error) {
 			_ = json.Compact(&c, *raw) // it encoded above, so it is valid
 			*raw = Truncated(c.Bytes(), c.Len()-excess)
 			rawDone = true
+			continue
+		}
+		if logs != nil && (longest < 0 || len(*logs) >= len(*texts[longest])) {
+			// A code node's logs, each cut as traced, can still make
+			// the line too long with the output.
+			var c bytes.Buffer
+			_ = json.Compact(&c, *logs)
+			*logs = Truncated(c.Bytes(), max(c.Len()-excess, 0))
+			logs = nil
 			continue
 		}
 		if longest < 0 {
@@ -380,6 +405,17 @@ func fields(e Event, buf *[6]*string) (texts []*string, raw *json.RawMessage) {
 		return append(t, &e.Error.Message, &e.Error.NodeID), nil
 	}
 	return nil, nil
+}
+
+// logsOf returns a code node's logs in e, nil when it has none.
+func logsOf(e Event) *json.RawMessage {
+	switch e := e.(type) {
+	case *NodeCompleted:
+		return rawOf(&e.Logs)
+	case *NodeFailed:
+		return rawOf(&e.Logs)
+	}
+	return nil
 }
 
 func rawOf(r *json.RawMessage) *json.RawMessage {

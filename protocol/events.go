@@ -72,6 +72,10 @@ type NodeCompleted struct {
 	// Logs are a code node's console.log lines (an array of strings),
 	// set only when traced.
 	Logs json.RawMessage `json:"logs,omitempty"`
+	// QueuedMs is how long a code node's attempt waited for a sandbox
+	// worker before its code started (not part of its timeoutMs), set
+	// only when traced and at least a millisecond.
+	QueuedMs int64 `json:"queuedMs,omitempty"`
 }
 
 // NodeFailed reports a failed attempt; Retrying says whether another attempt
@@ -84,8 +88,9 @@ type NodeFailed struct {
 	DurationMs int64     `json:"durationMs"`
 	Error      NodeError `json:"error"`
 	Retrying   bool      `json:"retrying"`
-	// Logs are as in NodeCompleted.
-	Logs json.RawMessage `json:"logs,omitempty"`
+	// Logs and QueuedMs are as in NodeCompleted.
+	Logs     json.RawMessage `json:"logs,omitempty"`
+	QueuedMs int64           `json:"queuedMs,omitempty"`
 }
 
 // NodeError is a node's failure: a code for programs, a message for people.

@@ -20,8 +20,10 @@ type Options struct {
 	// MemoryBytes is each worker's memory limit for one evaluation (its
 	// heap, stacks and the values it holds). 0 means DefaultMemoryBytes.
 	MemoryBytes int64
-	// Workers bounds the workers alive at once, and so the evaluations
-	// running at once; the others wait for one to be free. 0 means 1.
+	// Workers bounds the workers that evaluate at once; the other
+	// evaluations wait for one to be free. One owner (an execution, see
+	// EvalOptions.Owner) holds at most Share of them. One more worker,
+	// reserved for syntax checks (Check), may be alive besides. 0 means 1.
 	Workers int
 	// Path is the executable started as a worker, with WorkerArg as its
 	// first argument. "" means WorkerName beside this process's own
@@ -38,9 +40,15 @@ type Pool struct {
 	Options Options
 
 	once  sync.Once
-	slots chan struct{} // one per worker alive or being started
-	mu    sync.Mutex
-	idle  []*worker
+	slots chan struct{} // one per evaluation or check running
+	// checkSlot is the slot reserved for checks, so that a check never
+	// waits behind evaluations (they may hold every slot for minutes).
+	checkSlot chan struct{}
+	mu        sync.Mutex
+	idle      []*worker
+	// shares holds the slots of each owner with an evaluation waiting or
+	// running, at most Share each (EvalOptions.Owner).
+	shares map[any]*share
 	// started counts workers started, for tests and benchmarks.
 	started int64
 	// checked holds the bodies Check found valid, checkedSize their bytes.
@@ -55,7 +63,48 @@ func (p *Pool) init() {
 			n = 1
 		}
 		p.slots = make(chan struct{}, n)
+		p.checkSlot = make(chan struct{}, 1)
 	})
+}
+
+// Share is the most workers one owner's evaluations hold at once: half
+// the workers, rounded up (one of one, one of two, two of three or four).
+// One execution that keeps every worker it may have busy (code that
+// spins until its timeout) leaves the rest to the others: with two
+// workers or more, at least one.
+func (p *Pool) Share() int {
+	return (max(1, p.Options.Workers) + 1) / 2
+}
+
+// share is one owner's part of the pool.
+type share struct {
+	slots chan struct{}
+	users int // evaluations waiting or running
+}
+
+// join returns owner's share, counting one more user of it.
+func (p *Pool) join(owner any) *share {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.shares[owner]
+	if s == nil {
+		if p.shares == nil {
+			p.shares = map[any]*share{}
+		}
+		s = &share{slots: make(chan struct{}, p.Share())}
+		p.shares[owner] = s
+	}
+	s.users++
+	return s
+}
+
+// leave counts one user fewer of owner's share, forgetting it at none.
+func (p *Pool) leave(owner any, s *share) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.users--; s.users == 0 {
+		delete(p.shares, owner)
+	}
 }
 
 // MemoryBytes returns the memory limit of each evaluation, default applied.
@@ -73,40 +122,73 @@ func (p *Pool) Started() int64 {
 	return p.started
 }
 
-// Eval runs one evaluation in a worker of its own. When ctx ends first the
-// worker is killed (its whole process group) and reaped before Eval
-// returns ctx's error. A failure of the code is an *Error.
+// Eval runs one evaluation in a worker of its own, as EvalWith does
+// without options: no owner's share bounds it, and ctx alone its time.
 func (p *Pool) Eval(ctx context.Context, req Request) (*Reply, error) {
-	return p.run(ctx, req, 0, 0)
+	return p.EvalWith(ctx, req, EvalOptions{})
 }
 
-// errNoSlot: every worker stayed busy for as long as the caller would wait.
-var errNoSlot = errors.New("sandbox: no worker came free")
+// EvalOptions say whose an evaluation is and how long it may run.
+type EvalOptions struct {
+	// Owner is the execution the evaluation is part of, any comparable
+	// value (a pointer): the evaluations of one owner hold at most Share
+	// workers at once, and wait their turn for more. Nil: no bound but
+	// the pool's.
+	Owner any
+	// Timeout, above 0, bounds the evaluation from when a worker starts on
+	// it, as a node's timeoutMs does; the wait for a worker is not part of
+	// it, and is bounded by ctx alone (the execution's deadline). When it
+	// passes the worker is killed and EvalWith fails with a *Error of
+	// KindTimeout.
+	Timeout time.Duration
+	// Started, if set, is called once a worker starts on the evaluation,
+	// with how long the evaluation waited for it.
+	Started func(waited time.Duration)
+}
 
-// run waits for a slot while ctx lasts, and for at most wait when wait is
-// above 0 (then failing with errNoSlot), then runs req in a worker, for at
-// most timeout once it has the slot when timeout is above 0.
-func (p *Pool) run(ctx context.Context, req Request, wait, timeout time.Duration) (*Reply, error) {
+// EvalWith runs one evaluation in a worker of its own, once the owner's
+// share and the pool have a worker free for it: ctx bounds the wait and
+// the evaluation, opts.Timeout the evaluation alone. When ctx ends first
+// the worker is killed (its whole process group) and reaped before
+// EvalWith returns ctx's error. A failure of the code is an *Error.
+func (p *Pool) EvalWith(ctx context.Context, req Request, opts EvalOptions) (*Reply, error) {
 	p.init()
-	var waited <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		waited = t.C
+	began := time.Now()
+	if opts.Owner != nil {
+		s := p.join(opts.Owner)
+		defer p.leave(opts.Owner, s)
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-s.slots }()
 	}
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-waited:
-		return nil, errNoSlot
 	}
 	defer func() { <-p.slots }()
-	if timeout > 0 {
+	if opts.Started != nil {
+		opts.Started(time.Since(began))
+	}
+	rctx := ctx
+	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		rctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
+	rep, err := p.evalIn(rctx, req)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, &Error{Kind: KindTimeout, Message: fmt.Sprintf("the code ran past its timeout (%v)", opts.Timeout)}
+	}
+	return rep, err
+}
+
+// evalIn runs req in a worker, idle or started for it; the caller holds
+// a slot.
+func (p *Pool) evalIn(ctx context.Context, req Request) (*Reply, error) {
 	w, err := p.take()
 	if err != nil {
 		return nil, &Error{Kind: KindCrashed, Message: "the sandbox worker could not start: " + err.Error()}

@@ -74,11 +74,11 @@ func TestCheckMissingWorker(t *testing.T) {
 	p := &Pool{Options: Options{Path: path}}
 	defer p.Close()
 	var e *Error
-	if err := p.Check("return 1"); !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, "could not start") || !strings.Contains(e.Message, path) {
+	if err := p.Check(context.Background(), "return 1"); !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, "could not start") || !strings.Contains(e.Message, path) {
 		t.Fatalf("Check = %v, want a %s error naming %s", err, KindCrashed, path)
 	}
 	started := p.Started()
-	err := p.Check(strings.Repeat("[", MaxNesting+1))
+	err := p.Check(context.Background(), strings.Repeat("[", MaxNesting+1))
 	if !errors.As(err, &e) || e.Kind != KindThrown || !strings.Contains(e.Message, "nest deeper") || e.Line != 1 || e.Column != MaxNesting+1 {
 		t.Errorf("Check of deep nesting = %+v", err)
 	}
@@ -107,7 +107,7 @@ func TestCheckTimeout(t *testing.T) {
 	p := &Pool{Options: Options{Path: path}}
 	defer p.Close()
 	start := time.Now()
-	err := p.Check("return 1")
+	err := p.Check(context.Background(), "return 1")
 	took := time.Since(start)
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, "did not end within") {
@@ -118,14 +118,12 @@ func TestCheckTimeout(t *testing.T) {
 	}
 }
 
-// A check waits for a worker at most CheckTimeout: with every worker held
-// by an evaluation that outlasts it, Prepare gets a clear error instead of
-// waiting for as long as the evaluation runs. The evaluation keeps its
-// worker, and a check after it ends gets one.
-func TestCheckWaitsForWorkerAtMostCheckTimeout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits CheckTimeout")
-	}
+// A check never waits behind evaluations: with the only worker held by
+// an evaluation that outlasts it, the check takes the slot reserved for
+// checks (a worker of its own), and its caller's context bounds it,
+// failing with ErrBusy rather than blaming the code. The evaluation keeps
+// its worker.
+func TestCheckNeverWaitsBehindEvaluations(t *testing.T) {
 	path := silentWorker(t)
 	p := &Pool{Options: Options{Path: path, Workers: 1}}
 	defer p.Close()
@@ -135,21 +133,19 @@ func TestCheckWaitsForWorkerAtMostCheckTimeout(t *testing.T) {
 		_, err := p.Eval(ctx, Request{Code: "for (;;) {}", MaxOutputBytes: 1 << 10, MaxLogBytes: 1 << 10})
 		evalDone <- err
 	}()
-	// The evaluation holds the one slot once the pool has started its worker.
-	for deadline := time.Now().Add(10 * time.Second); p.Started() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the evaluation never took the worker")
-		}
+	waitStarted(t, p, 1)
+	cctx, ccancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer ccancel()
+	err := p.Check(cctx, "return 1")
+	if !errors.Is(err, ErrBusy) {
+		t.Errorf("Check = %v, want ErrBusy", err)
 	}
-	start := time.Now()
-	err := p.Check("return 1")
-	took := time.Since(start)
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindCrashed || !strings.Contains(e.Message, "no sandbox worker came free") {
-		t.Errorf("Check = %v, want no worker within %v", err, CheckTimeout)
+	if n := p.Started(); n != 2 {
+		t.Errorf("%d workers started, want 2: the check waited behind the evaluation", n)
 	}
-	if took < CheckTimeout || took > CheckTimeout+5*time.Second {
-		t.Errorf("Check took %v, want about %v", took, CheckTimeout)
+	// A context already ended sends nothing to a worker.
+	if err := p.Check(cctx, "return 2"); !errors.Is(err, ErrBusy) || p.Started() != 2 {
+		t.Errorf("Check after the budget = %v, %d workers started", err, p.Started())
 	}
 	select {
 	case err := <-evalDone:
@@ -159,6 +155,98 @@ func TestCheckWaitsForWorkerAtMostCheckTimeout(t *testing.T) {
 	cancel()
 	if err := <-evalDone; !errors.Is(err, context.Canceled) {
 		t.Errorf("Eval = %v, want the context's end", err)
+	}
+}
+
+// One owner holds at most Share workers: its next evaluation waits (for as
+// long as its context lasts, never starting a worker) while another
+// owner's evaluation gets the worker left.
+func TestShare(t *testing.T) {
+	for _, tc := range []struct{ workers, share int }{{0, 1}, {1, 1}, {2, 1}, {3, 2}, {4, 2}, {16, 8}} {
+		if got := (&Pool{Options: Options{Workers: tc.workers}}).Share(); got != tc.share {
+			t.Errorf("Share of %d workers = %d, want %d", tc.workers, got, tc.share)
+		}
+	}
+	path := silentWorker(t)
+	p := &Pool{Options: Options{Path: path, Workers: 2}}
+	defer p.Close()
+	req := Request{Code: "for (;;) {}", MaxOutputBytes: 1 << 10, MaxLogBytes: 1 << 10}
+	a, b := new(int), new(int)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() {
+		_, err := p.EvalWith(ctx, req, EvalOptions{Owner: a})
+		done <- err
+	}()
+	waitStarted(t, p, 1)
+	wctx, wcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer wcancel()
+	started := false
+	_, err := p.EvalWith(wctx, req, EvalOptions{Owner: a, Started: func(time.Duration) { started = true }})
+	if !errors.Is(err, context.DeadlineExceeded) || started || p.Started() != 1 {
+		t.Errorf("owner a's second evaluation = %v (started %v, %d workers): want it to wait for its share", err, started, p.Started())
+	}
+	go func() {
+		_, err := p.EvalWith(ctx, req, EvalOptions{Owner: b})
+		done <- err
+	}()
+	waitStarted(t, p, 2)
+	cancel()
+	for range 2 {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("EvalWith = %v, want the context's end", err)
+		}
+	}
+	p.mu.Lock()
+	left := len(p.shares)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d shares kept after their evaluations ended", left)
+	}
+}
+
+// EvalOptions.Timeout counts from when a worker starts on the evaluation:
+// one that waited for the only worker longer than its timeout still gets
+// its whole timeout, is told how long it waited, and ends with KindTimeout.
+func TestTimeoutCountsFromStart(t *testing.T) {
+	path := silentWorker(t)
+	p := &Pool{Options: Options{Path: path, Workers: 1}}
+	defer p.Close()
+	req := Request{Code: "for (;;) {}", MaxOutputBytes: 1 << 10, MaxLogBytes: 1 << 10}
+	ctx, cancel := context.WithCancel(context.Background())
+	held := make(chan error, 1)
+	go func() {
+		_, err := p.Eval(ctx, req)
+		held <- err
+	}()
+	waitStarted(t, p, 1)
+	const timeout = 100 * time.Millisecond
+	var waited time.Duration
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.EvalWith(context.Background(), req, EvalOptions{Timeout: timeout, Started: func(d time.Duration) { waited = d }})
+		done <- err
+	}()
+	time.Sleep(3 * timeout) // past the timeout, waiting
+	cancel()
+	<-held
+	err := <-done
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindTimeout {
+		t.Errorf("EvalWith = %v, want %s", err, KindTimeout)
+	}
+	if waited < 3*timeout {
+		t.Errorf("waited %v, want the time the worker was held (%v at least)", waited, 3*timeout)
+	}
+}
+
+// waitStarted waits until p has started n workers.
+func waitStarted(t *testing.T, p *Pool, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); p.Started() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers started, want %d", p.Started(), n)
+		}
 	}
 }
 

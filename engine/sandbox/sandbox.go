@@ -38,6 +38,8 @@ const (
 	// KindCrashed is a worker that died for another reason, or could not
 	// be started.
 	KindCrashed Kind = "crashed"
+	// KindTimeout is an evaluation that ran past EvalOptions.Timeout.
+	KindTimeout Kind = "timeout"
 )
 
 // Error is a failed evaluation. Line and Column, when not zero, locate

@@ -18,8 +18,10 @@ import (
 // runner at start, naming the path, rather than failing its first code
 // node. Workers start on a code node's first evaluation, never before. As
 // many run at once as an execution's concurrency allows and the memory
-// budget holds at MaxCodeMemory each, and at least one. A build with the
-// nocode tag has none (code_off.go).
+// budget holds at MaxCodeMemory each, and at least two, so that one
+// execution, which holds at most half of them (sandbox.Pool.Share), always
+// leaves one to the others; one more is reserved for syntax checks. A
+// build with the nocode tag has none (code_off.go).
 func codePool(cfg config.Config, l engine.Limits) (engine.CodeRunner, error) {
 	path := cfg.CodeWorker
 	if path == "" {
@@ -33,6 +35,6 @@ func codePool(cfg config.Config, l engine.Limits) (engine.CodeRunner, error) {
 		return nil, fmt.Errorf("code nodes: %w (the Lambda package ships %s beside bootstrap, make build and make run build it; "+
 			"RUNNER_CODE_WORKER names another path, a CODE=off build has no code node)", err, sandbox.WorkerName)
 	}
-	workers := min(l.MaxConcurrency, max(1, int(l.MemoryBudget/l.MaxCodeMemory)))
+	workers := max(2, min(l.MaxConcurrency, int(l.MemoryBudget/l.MaxCodeMemory)))
 	return &sandbox.Pool{Options: sandbox.Options{Path: path, MemoryBytes: l.MaxCodeMemory, Workers: workers}}, nil
 }

@@ -39,15 +39,16 @@ func Check(code string) *sandbox.Error {
 // (runnerctl validate, tests of Prepare). The zero value is ready.
 type Checker struct{}
 
-// Check is Check, as an error.
-func (Checker) Check(code string) error {
+// Check is Check, as an error; it parses in process, at once, and so
+// never waits for ctx.
+func (Checker) Check(_ context.Context, code string) error {
 	if err := Check(code); err != nil {
 		return err
 	}
 	return nil
 }
 
-// Eval refuses: a Checker runs no code.
-func (Checker) Eval(context.Context, sandbox.Request) (*sandbox.Reply, error) {
+// EvalWith refuses: a Checker runs no code.
+func (Checker) EvalWith(context.Context, sandbox.Request, sandbox.EvalOptions) (*sandbox.Reply, error) {
 	return nil, &sandbox.Error{Kind: sandbox.KindCrashed, Message: "this runner checks code nodes but runs none (no sandbox worker)"}
 }

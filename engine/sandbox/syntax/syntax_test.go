@@ -135,3 +135,55 @@ func labels(n int) string {
 	}
 	return b.String()
 }
+
+// TestNestingHiddenByTokens: nesting the parser sees, hidden from a
+// filter that miscounts what is inside a literal or comment (a "}" in a
+// regular expression closing a level the parser never sees closed), is
+// refused by the filter before any parse; and brackets inside literals
+// of valid bodies do not count.
+func TestNestingHiddenByTokens(t *testing.T) {
+	deep := func(unit string) string { return strings.Repeat(unit, 1200) }
+	parens := strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300)
+	for _, tc := range []struct{ name, code string }{
+		{"regex after a brace hides the label's block", deep("a:{/}/;")},
+		{"regex after if's parenthesis", deep("a:{if(a)/}/;")},
+		{"regex after return", deep("a:{return /}/;")},
+		{"regex after return and a no-break space", deep("a:{return\u00a0/}/;")},
+		{"regex after an operator and a no-break space", deep("a:{x=\u00a0/}/;")},
+		{"regex after an operator and a BOM", deep("a:{x=\ufeff/}/;")},
+		{"regex class holding the slash", deep("a:{/[/}]/;")},
+		{"escaped slash in a regex", deep(`a:{/\/}/;`)},
+		{"division of an object, read as a regex", "x={}/" + parens + "/1"},
+		{"division after ++, read as a regex", "a++/" + parens + "/1"},
+		{"division after a property named return", "x.return/" + parens + "/1"},
+		{"division by a name of, read as a regex", "var of=1;x=of/" + parens + "/1"},
+		{"line comment ended by U+2028", "//\u2028" + parens},
+		{"line comment ended by CR", "//\r" + parens},
+		{"string continued over CRLF", deep("a:{'\\\r\n}';")},
+		{"template text", deep("a:{`}`;")},
+		{"string", deep("a:{'}';")},
+		{"block comment", deep("a:{/*}*/")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			if err := sandbox.CheckNesting(tc.code); err == nil {
+				t.Errorf("CheckNesting(%q…) = nil, want nesting refused", tc.code[:min(len(tc.code), 40)])
+			}
+			if took := time.Since(start); took > checkBound() {
+				t.Errorf("CheckNesting took %v", took)
+			}
+		})
+	}
+	// Valid bodies whose literals hold brackets: not nesting.
+	for _, code := range []string{
+		strings.Repeat("if (/[(]/.test(input) && /\\)/.test(input)) { x = input.split(/[{[]/) }\n", 400) + "return 1",
+		strings.Repeat("x = a / (b) / c; y = (a) / 2; z = a[1] / 3;\n", 400) + "return 1",
+		strings.Repeat("for (const s of input) if (s) /a(b)?/g.exec(s);\n", 400) + "return 1",
+		strings.Repeat("x = `(${ '((' + \"[[\" }(`; // ((\n", 400) + "return 1",
+		"let input2 = 1;\n" + strings.Repeat("a = b / c; d = e++ / 2;\n", 400) + "return 1",
+	} {
+		if err := Check(code); err != nil {
+			t.Errorf("Check(%q…) = %v, want nil", code[:40], err)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func BenchmarkCheckInProcess(b *testing.B) {
 func BenchmarkCheckWarm(b *testing.B) {
 	p := &sandbox.Pool{Options: sandbox.Options{Path: benchBinary()}}
 	b.Cleanup(p.Close)
-	if err := p.Check(benchCheckCode); err != nil {
+	if err := p.Check(context.Background(), benchCheckCode); err != nil {
 		b.Fatal(err)
 	}
 	codes := make([]string, b.N)
@@ -101,7 +101,7 @@ func BenchmarkCheckWarm(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if err := p.Check(codes[i]); err != nil {
+		if err := p.Check(context.Background(), codes[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -112,11 +112,11 @@ func BenchmarkCheckWarm(b *testing.B) {
 func BenchmarkCheckRemembered(b *testing.B) {
 	p := &sandbox.Pool{Options: sandbox.Options{Path: benchBinary()}}
 	b.Cleanup(p.Close)
-	if err := p.Check(benchCheckCode); err != nil {
+	if err := p.Check(context.Background(), benchCheckCode); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if err := p.Check(benchCheckCode); err != nil {
+		if err := p.Check(context.Background(), benchCheckCode); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -127,7 +127,7 @@ func BenchmarkCheckRemembered(b *testing.B) {
 func BenchmarkCheckColdWorker(b *testing.B) {
 	for b.Loop() {
 		p := &sandbox.Pool{Options: sandbox.Options{Path: benchBinary()}}
-		if err := p.Check(benchCheckCode); err != nil {
+		if err := p.Check(context.Background(), benchCheckCode); err != nil {
 			b.Fatal(err)
 		}
 		p.Close()

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -93,9 +94,9 @@ func TestPoolCheckHostile(t *testing.T) {
 	}
 }
 
-// checkError is p.Check(code) as a *sandbox.Error (nil when valid).
+// checkError is p.Check(context.Background(), code) as a *sandbox.Error (nil when valid).
 func checkError(p *sandbox.Pool, code string) (*sandbox.Error, error) {
-	err := p.Check(code)
+	err := p.Check(context.Background(), code)
 	if err == nil {
 		return nil, nil
 	}
@@ -114,10 +115,10 @@ func sameError(a, b *sandbox.Error) bool {
 func TestPoolCheckRemembers(t *testing.T) {
 	p := testPool(t, 1)
 	for _, code := range []string{"return 1", "return ("} {
-		first := p.Check(code)
+		first := p.Check(context.Background(), code)
 		p.Close() // the next check that needs a worker starts one
 		before := p.Started()
-		again := p.Check(code)
+		again := p.Check(context.Background(), code)
 		if (first == nil) != (again == nil) {
 			t.Errorf("Check(%q) = %v, then %v", code, first, again)
 		}
