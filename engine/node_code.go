@@ -66,13 +66,13 @@ func (codeKind) Prepare(c *Compiler) Step {
 }
 
 // codeCheckBudget bounds the time all the syntax checks of one request
-// take together, from the first: 3 s, or a quarter of the longest
+// take together, from the first: 5 s, or a quarter of the longest
 // execution when that is shorter (a function with a short timeout keeps
 // most of it to run). Checks past it are not made: the request is
 // answered 503 with Retry-After (ErrBusy), and the bodies checked by then
 // are remembered valid, so that the request sent again gets further.
 func codeCheckBudget(l Limits) time.Duration {
-	return min(3*time.Second, l.MaxDuration/4)
+	return min(5*time.Second, l.MaxDuration/4)
 }
 
 // checkCode checks a code body's syntax within the request's budget for

@@ -104,6 +104,16 @@ func TestWriterEventBytes(t *testing.T) {
 			want:  h("node.completed") + `,"nodeId":"m[3].inner","nodeType":"model","attempt":1,"durationMs":1234,"output":"done"}` + "\n",
 		},
 		{
+			name:  "node.completed of a code node: logs and queuedMs",
+			event: &NodeCompleted{NodeID: "c", NodeType: "code", Attempt: 1, DurationMs: 12, Output: json.RawMessage(`1`), Logs: json.RawMessage(`["a <b>"]`), QueuedMs: 340},
+			want:  h("node.completed") + `,"nodeId":"c","nodeType":"code","attempt":1,"durationMs":12,"output":1,"logs":["a <b>"],"queuedMs":340}` + "\n",
+		},
+		{
+			name:  "node.failed of a code node: logs and queuedMs",
+			event: &NodeFailed{NodeID: "c", NodeType: "code", Attempt: 1, DurationMs: 3, Error: NodeError{Code: CodeTimeout, Message: "node timed out"}, Logs: json.RawMessage(`["x"]`), QueuedMs: 7},
+			want:  h("node.failed") + `,"nodeId":"c","nodeType":"code","attempt":1,"durationMs":3,"error":{"code":"TIMEOUT","message":"node timed out"},"retrying":false,"logs":["x"],"queuedMs":7}` + "\n",
+		},
+		{
 			name:  "node.failed retrying false present",
 			event: &NodeFailed{NodeID: "fetch", NodeType: "http", Attempt: 3, DurationMs: 15, Error: NodeError{Code: CodeHTTPError, Message: "status 500"}},
 			want:  h("node.failed") + `,"nodeId":"fetch","nodeType":"http","attempt":3,"durationMs":15,"error":{"code":"HTTP_ERROR","message":"status 500"},"retrying":false}` + "\n",
