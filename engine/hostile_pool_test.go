@@ -38,9 +38,12 @@ func TestHostileOneExecutionCannotStarveAnother(t *testing.T) {
 	if p.Share() >= p.Options.Workers {
 		t.Fatalf("share %d of %d workers leaves none to another execution", p.Share(), p.Options.Workers)
 	}
-	for _, n := range []int{4, 8} {
+	// A map's iterations and a child workflow's nodes are the same
+	// execution's, sharing its part of the pool.
+	inMap := `{"nodes":[{"id":"each","type":"map","with":{"items":[1,2,3,4,5,6],"nodes":[{"id":"spin","type":"code","with":{"code":"while (true) {}"}}]}}]}`
+	for n, doc := range map[int]string{4: spinners(4), 8: spinners(8), 6: inMap} {
 		t.Run(fmt.Sprintf("%d spinners", n), func(t *testing.T) {
-			hog := prepareReq(t, e, reqBody(spinners(n), ""))
+			hog := prepareReq(t, e, reqBody(doc, ""))
 			ctx, cancel := context.WithCancel(context.Background())
 			hogSink := &recSink{}
 			hogDone := make(chan struct{})

@@ -41,6 +41,11 @@ func (p *Pool) Check(ctx context.Context, code string) error {
 	if ok {
 		return nil
 	}
+	if ctx.Err() != nil {
+		// The budget is spent: a free slot would not make the check in
+		// time (select picks among the ready cases at random).
+		return fmt.Errorf("%w: the budget for syntax checks is spent", ErrBusy)
+	}
 	p.init()
 	select {
 	case p.checkSlot <- struct{}{}:
