@@ -106,7 +106,7 @@ func TestCheckHostileNesting(t *testing.T) {
 // FuzzCheck: any body is checked without a panic, and an error is located
 // inside the body.
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{"return input", "})(", "let x = 1;\nreturn x +", "`${`", "/* (", "'\\", strings.Repeat("(", 300)} {
+	for _, s := range []string{"return input", "})(", "let x = 1;\nreturn x +", "`${`", "/* (", "'\\", strings.Repeat("(", 300), "a:{/}/;", "x={}/(/1", "if(a)/[/}]/g", "a++/(/", "//\u2028(", "'\\\r\n}'"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, code string) {
