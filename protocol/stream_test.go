@@ -62,6 +62,10 @@ func TestWriterEventLimit(t *testing.T) {
 		{"node.failed long id too", &NodeFailed{NodeID: strings.Repeat("n", 3000), NodeType: "fail", Attempt: 1, Error: NodeError{Code: CodeFailed, Message: big}}},
 		{"permission.decision", &PermissionDecision{NodeID: "a", Action: "http", Resource: big, Decision: "deny", Source: "policy", Reason: big}},
 		{"node.completed output", &NodeCompleted{NodeID: "a", NodeType: "set", Attempt: 1, Output: json.RawMessage(`"` + strings.Repeat("x", 5000) + `"`)}},
+		{"node.completed output and logs", &NodeCompleted{NodeID: "a", NodeType: "code", Attempt: 1, Output: json.RawMessage(`"` + strings.Repeat("x", 400) + `"`),
+			Logs: json.RawMessage(`["` + strings.Repeat("l", 400) + `"]`), QueuedMs: 12}},
+		{"node.failed logs", &NodeFailed{NodeID: "a", NodeType: "code", Attempt: 1, Error: NodeError{Code: CodeCodeError, Message: "m"},
+			Logs: json.RawMessage(`["` + strings.Repeat("l", 4000) + `"]`)}},
 		{"error", &Error{Error: ExecutionError{Code: CodeExecutionFailed, Message: big, NodeID: "a"}}},
 	}
 	for _, tt := range tests {
