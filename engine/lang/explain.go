@@ -593,7 +593,8 @@ func (x *explainer) fact(n ast.Node) string {
 		return ""
 	}
 	root, steps, ok := x.reference(n)
-	if !ok {
+	if !ok || root == "nodes" && len(steps) == 0 {
+		// nodes whole is every node's state: not a value to describe.
 		return ""
 	}
 	name := shortSource(n)
@@ -693,7 +694,7 @@ const maxPathBytes = 200
 // object small enough to be searched within a charge.
 const (
 	maxListedKeys  = 5
-	maxSearchedKey = 10_000
+	maxSearchedKey = 1000
 )
 
 // missing says why key is not in c, which path names: the nodes map has
@@ -714,9 +715,13 @@ func (x *explainer) missing(root, path string, steps []step, i int, c map[string
 	case len(c) > maxSearchedKey:
 		return fmt.Sprintf("%s has no key %s; it has %d keys", path, quoteShort(key), len(c))
 	}
-	// Each key is compared with the one missing (at most 64 bytes of
-	// each, see editDistance): charged before.
-	if x.budget.charge(1+int64(len(c))*int64(min(len(key), 64)+1)/16, int64(len(c))*16) != nil {
+	// Each key is compared with the one missing, a table of at most 64
+	// by 64 cells (editDistance), about 40 cells a step: charged before.
+	cells := int64(0)
+	for k := range c {
+		cells += int64(min(len(k), 64)+1) * int64(min(len(key), 64)+1)
+	}
+	if x.budget.charge(1+int64(len(c))+cells/40, int64(len(c))*32) != nil {
 		return fmt.Sprintf("%s has no key %s", path, quoteShort(key))
 	}
 	type near struct {
