@@ -194,12 +194,12 @@ var reasons = []reason{
 	{regexp.MustCompile(`^interface conversion: .*$`), func(_ []string, _ ast.Node) string {
 		return "a value of the wrong type was given"
 	}},
-	{regexp.MustCompile(`^cannot fetch (.*) from (.+)$`), func(m []string, _ ast.Node) string {
-		t := typeWordOrValue(m[2])
+	{regexp.MustCompile(`^cannot fetch (.*) from (.+)$`), func(m []string, op ast.Node) string {
+		t, key := typeWordOrValue(m[2]), fetchedKey(m[1], op)
 		if t == "null" {
-			return fmt.Sprintf("cannot read %s of null", quoteShort(m[1]))
+			return fmt.Sprintf("cannot read %s of null", key)
 		}
-		return fmt.Sprintf("cannot read %s of %s (only objects have fields, and arrays elements by number)", quoteShort(m[1]), withArticle(t))
+		return fmt.Sprintf("cannot read %s of %s (only objects have fields, and arrays elements by number)", key, withArticle(t))
 	}},
 	{regexp.MustCompile(`^index out of range: (-?\d+) \(array length is (\d+)\)$`), func(m []string, _ ast.Node) string {
 		return fmt.Sprintf("index %s is out of range: the array has %s elements", m[1], m[2])
@@ -291,6 +291,24 @@ var reasons = []reason{
 	}},
 }
 
+// fetchedKey names the key expr printed as printed: the name written in
+// the expression, a number, or a string; a key of another type expr
+// prints as Go does, so it is only said to be one.
+func fetchedKey(printed string, op ast.Node) string {
+	if m, ok := op.(*ast.MemberNode); ok {
+		if p, ok := m.Property.(*ast.StringNode); ok {
+			return quoteShort(p.Value)
+		}
+	}
+	if _, err := strconv.ParseFloat(printed, 64); err == nil {
+		return printed
+	}
+	if strings.HasPrefix(printed, "[") || goWords.MatchString(printed) {
+		return "a key that is not a string"
+	}
+	return quoteShort(printed)
+}
+
 // needed says that op was given got where it takes want, naming op as
 // an author writes it.
 func needed(want, got string, op ast.Node) string {
@@ -361,7 +379,14 @@ const maxFacts = 3
 // explain makes the message of a failed evaluation of src: the failing
 // operation's position and text, why it failed in the language's words,
 // and what the references it took were (vars nil: no facts).
-func explain(src string, err error, vars map[string]any, b *exprBudget) string {
+func explain(src string, err error, vars map[string]any, b *exprBudget) (msg string) {
+	defer func() {
+		// Explaining must not be what fails a request: a tree or a value
+		// it did not expect leaves the message without its facts.
+		if r := recover(); r != nil {
+			msg = fmt.Sprintf("expression %q: %s", src, rephrase(firstLine(err.Error()), nil))
+		}
+	}()
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		return fmt.Sprintf("expression %q: %s", src, rephrase(firstLine(err.Error()), nil))
@@ -380,7 +405,7 @@ func explain(src string, err error, vars map[string]any, b *exprBudget) string {
 	if op != nil && tree != nil && op != tree.Node {
 		where += " (" + shortSource(op) + ")"
 	}
-	msg := fmt.Sprintf("expression %q%s: %s", src, where, rephrase(firstLine(fe.Message), op))
+	msg = fmt.Sprintf("expression %q%s: %s", src, where, rephrase(firstLine(fe.Message), op))
 	if op == nil || vars == nil {
 		return msg
 	}

@@ -3,6 +3,7 @@ package lang
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -309,4 +310,40 @@ func TestExplainKeysBounded(t *testing.T) {
 			t.Errorf("%s: a message of %d bytes", tt.src, len(err.Error()))
 		}
 	}
+}
+
+// FuzzExplainWords evaluates any expression against values of every type:
+// a run-time message never has a word of Go in it. The seeds are the
+// operator rows; go test -fuzz=FuzzExplainWords ./engine/lang/ explores
+// further.
+func FuzzExplainWords(f *testing.F) {
+	for _, row := range explainOperators {
+		f.Add(strings.ReplaceAll(row, "X", "input.obj"))
+	}
+	for _, rows := range explainBuiltins {
+		for _, row := range rows {
+			f.Add(strings.ReplaceAll(row, "X", "input.missing"))
+		}
+	}
+	env := explainEnv()
+	sc := &Scope{Visible: func(string) bool { return true }, Ancestors: func() []string { return []string{"a"} }}
+	f.Fuzz(func(t *testing.T, src string) {
+		e, err := compileExpr(src, sc)
+		if err != nil {
+			return
+		}
+		ev := NewEvaluator(context.Background(), env, e.Template(), Budget{MaxSteps: 100_000, MaxMemory: 1 << 20}, nil)
+		_, err = ev.run(e)
+		var le *Error
+		if !errors.As(err, &le) || le.Code != protocol.CodeExpressionError {
+			return
+		}
+		rest, ok := strings.CutPrefix(le.Message, fmt.Sprintf("expression %q", src))
+		if !ok {
+			t.Fatalf("message %q does not begin with the expression", le.Message)
+		}
+		if w := goish.FindString(intBuiltin.ReplaceAllString(rest, "")); w != "" && !strings.Contains(src, w) {
+			t.Errorf("%s: message has %q: %s", src, w, le.Message)
+		}
+	})
 }
