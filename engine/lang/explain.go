@@ -785,3 +785,31 @@ func (x *explainer) missing(root, path string, steps []step, i int, c map[string
 	}
 	return b.String()
 }
+
+// WhyNull says where the null e gave came from when e is a reference
+// (`nodes.a.output.k is null (nodes.a.output has no key "k"; it has
+// "key")`), for the message of a `when` that gave null; "" when e is not a
+// reference or its budget is spent. It is for the failure path only: it
+// parses e again.
+func (ev *Evaluator) WhyNull(e *Expression) (why string) {
+	defer func() {
+		if recover() != nil {
+			why = ""
+		}
+	}()
+	if ev.budget.charge(1+int64(len(e.src))/8, 0) != nil {
+		return ""
+	}
+	config := configs.Get().(*conf.Config)
+	tree, err := parser.ParseWithConfig(e.src, config)
+	configs.Put(config)
+	if err != nil || !isReference(tree.Node) || e.readsSecrets() {
+		return ""
+	}
+	vars, err := ev.environment()
+	if err != nil {
+		return ""
+	}
+	x := explainer{vars: vars, budget: &ev.budget}
+	return x.fact(tree.Node)
+}

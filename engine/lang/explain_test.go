@@ -347,3 +347,28 @@ func FuzzExplainWords(f *testing.F) {
 		}
 	})
 }
+
+// A `when` that gave null is told where the null came from.
+func TestWhyNull(t *testing.T) {
+	sc := &Scope{Visible: func(string) bool { return true }, Ancestors: func() []string { return []string{"a"} }}
+	tests := []struct{ src, want string }{
+		{"nodes.a.output.totl", `nodes.a.output.totl is null (nodes.a.output has no key "totl"; it has "total", "order")`},
+		{"input.null", "input.null is null"},
+		{"input.obj?.kye?.x", `input.obj?.kye?.x is null: input.obj.kye is null (input.obj has no key "kye"; it has "key", "k")`},
+		{"input.missing == nil ? nil : true", ""},
+	}
+	for _, tt := range tests {
+		var errs problemList
+		e := CompileWhen("when", tt.src, sc, &errs)
+		if len(errs) > 0 {
+			t.Fatalf("%s: %q", tt.src, errs)
+		}
+		ev := NewEvaluator(context.Background(), explainEnv(), e.Template(), Budget{MaxSteps: 1e6}, nil)
+		if _, err := ev.Run(e); err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if got := ev.WhyNull(e); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}
