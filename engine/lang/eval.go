@@ -318,7 +318,7 @@ func valueFreeReason(msg string) string {
 	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "JSON"):
 		return "a value is not valid JSON (value withheld: the expression reads secrets)"
 	case strings.Contains(msg, "cannot fetch"), strings.Contains(msg, "nil"):
-		return "a field or index was read from a missing value (values withheld: the expression reads secrets)"
+		return "a field or index was read from null or from a value that has none (values withheld: the expression reads secrets)"
 	}
 	return "evaluation failed (details withheld: the expression reads secrets)"
 }

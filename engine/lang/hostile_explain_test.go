@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -79,4 +80,36 @@ func nest(depth int) any {
 		v = map[string]any{"a": v}
 	}
 	return v
+}
+
+// The failure of an expression that reads secrets keeps to its value-free
+// words: no facts, no keys, no values, and no word of Go.
+func TestHostileExplainSecrets(t *testing.T) {
+	sc := &Scope{Visible: func(string) bool { return false }, Ancestors: func() []string { return nil }, Secrets: map[string]bool{"tok": true}}
+	env := &testEnv{input: map[string]any{"n": 1.0, "obj": map[string]any{"s3cretkey": 1.0}}}
+	ev := NewEvaluator(context.Background(), env, Template{}, Budget{MaxSteps: 1e6, MaxMemory: 1 << 20}, nil)
+	ev.SetSecrets(map[string]any{"tok": "s3cret"})
+	for _, src := range []string{
+		`'Bearer ' + secrets.tok + input.n`,
+		`'Bearer ' + secrets.tok + input.obj.s3cretkez`,
+		`[secrets.tok, input.n.x]`,
+	} {
+		e, err := compileExpr(src, sc)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		_, err = ev.Run(e)
+		var le *Error
+		if !errors.As(err, &le) || le.Code != protocol.CodeExpressionError {
+			t.Fatalf("%s: got %v, want an EXPRESSION_ERROR", src, err)
+		}
+		rest := strings.TrimPrefix(le.Message, `expression "`+strings.ReplaceAll(src, `"`, `\"`)+`"`)
+		if strings.Contains(rest, "s3cret") || strings.Contains(rest, " is ") || strings.Contains(rest, "has no key") {
+			t.Errorf("%s: message says more than the kind of failure: %s", src, le.Message)
+		}
+		// Types are withheld too: only the words are judged.
+		if w := goish.FindString(rest); w != "" {
+			t.Errorf("%s: message has %q: %s", src, w, le.Message)
+		}
+	}
 }
