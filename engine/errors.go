@@ -102,10 +102,14 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 var errDeadline = errors.New("deadline exceeded")
 
 // whenNotBoolean is the failure of a `when` that gave v, not a boolean.
-// A null is most often a misspelt name, which reads as null.
-func whenNotBoolean(src string, v any) *NodeError {
+// A null is most often a misspelt name, which reads as null: why, when
+// not empty, says where it came from (lang.Evaluator.WhyNull).
+func whenNotBoolean(src string, v any, why string) *NodeError {
 	hint := " (compare it, e.g. with == or !=)"
-	if v == nil {
+	switch {
+	case v == nil && why != "":
+		hint = ": " + why
+	case v == nil:
 		hint = ": is every name in it spelled right?"
 	}
 	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, jsonKind(v), hint)

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -234,5 +233,7 @@ func jsonKind(v any) string {
 		// What the decoder keeps of a number out of float64's range.
 		return "a number out of range"
 	}
-	return fmt.Sprintf("a %T", v)
+	// A value of expr's own (a date, a duration) is named as the
+	// expression language names it, never by its Go type.
+	return "a " + lang.TypeName(v)
 }

@@ -51,7 +51,7 @@ func TestNodesIndexed(t *testing.T) {
 		wf:      `{"nodes":[{"id":"a","type":"set","with":{"value":1}},{"id":"c","type":"set","needs":["a"],"with":{"value":"${{ nodes[input.n] }}"}}]}`,
 		input:   `{"n":1}`,
 		nodeID:  "c",
-		message: "nodes is indexed by a node id, a string, not float64",
+		message: "nodes is indexed by a node id, a string, not a number",
 		failed:  []string{"c=EXPRESSION_ERROR"},
 	}, {
 		name:   "in a predicate",

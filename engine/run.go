@@ -345,7 +345,11 @@ func (gr *graphRun) gate(ctx context.Context, i int) (nodeState, bool) {
 		}
 		b, ok := v.(bool)
 		if !ok {
-			ne := whenNotBoolean(n.when.Src(), v)
+			why := ""
+			if v == nil {
+				why = ev.WhyNull(n.when)
+			}
+			ne := whenNotBoolean(n.when.Src(), v, why)
 			gr.emitFailed(n, 1, 0, ne, false)
 			return nodeState{status: protocol.NodeStatusFailed, err: ne}, true
 		}

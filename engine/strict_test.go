@@ -66,11 +66,12 @@ func TestWhenIsBooleanOrAnError(t *testing.T) {
 		name, when string
 		want       []string
 	}{
-		{"misspelt output field gives null", "nodes.classify.output.urgnet", []string{`when "nodes.classify.output.urgnet" gave null`, "is every name in it spelled right?"}},
+		{"misspelt output field gives null", "nodes.classify.output.urgnet", []string{`when "nodes.classify.output.urgnet" gave null, not a boolean: nodes.classify.output.urgnet is null (nodes.classify.output has no key "urgnet"; it has "urgent")`}},
+		{"a null that is not a reference", "nodes.classify.output.urgnet ?? nil", []string{"gave null", "is every name in it spelled right?"}},
 		{"a string", "input.word", []string{"gave a string, not a boolean"}},
 		{"a number", "input.n", []string{"gave a number, not a boolean"}},
 		{"an object", "nodes.classify.output", []string{"gave an object, not a boolean"}},
-		{"wrapped in a template", "${{ nodes.classify.output.urgnet }}", []string{"gave null", "spelled right"}},
+		{"wrapped in a template", "${{ nodes.classify.output.urgnet }}", []string{"gave null", `has no key "urgnet"; it has "urgent"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -419,13 +419,13 @@ func (b *exprBudget) matches(s, p any) (bool, error) {
 	}
 	pat, ok := p.(string)
 	if !ok {
-		return false, fmt.Errorf("invalid operation: matches (mismatched types %T and %T)", s, p)
+		return false, fmt.Errorf("matches takes a string and a pattern (a string), got %s and %s", TypeName(s), TypeName(p))
 	}
 	var in []byte
 	str, isStr := s.(string)
 	if !isStr {
 		if in, ok = s.([]byte); !ok {
-			return false, fmt.Errorf("invalid operation: matches (mismatched types %T and %T)", s, p)
+			return false, fmt.Errorf("matches takes a string and a pattern (a string), got %s and %s", TypeName(s), TypeName(p))
 		}
 	}
 	pt, err := b.pattern(pat)

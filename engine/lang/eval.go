@@ -218,7 +218,7 @@ func (ev *Evaluator) node(id any) any {
 		if id == nil {
 			return nil
 		}
-		panic(fmt.Errorf("nodes is indexed by a node id, a string, not %T", id))
+		panic(fmt.Errorf("nodes is indexed by a node id, a string, not %s", withArticle(TypeName(id))))
 	}
 	if ev.up == nil || !ev.up.Visible(s) {
 		return nil
@@ -255,7 +255,7 @@ func (ev *Evaluator) run(e *Expression) (any, error) {
 	}
 	out, err := expr.Run(prog, vars)
 	if err != nil {
-		return nil, exprError(e, err)
+		return nil, explainedError(e, err, vars, &ev.budget)
 	}
 	ev.note(out, true)
 	return out, nil
@@ -277,7 +277,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // LIMIT_EXCEEDED, an ended context is left to classify (TIMEOUT, deadline,
 // cancellation), anything else is EXPRESSION_ERROR. The message of an
 // expression that reads secrets names the failure without its operands.
-func exprError(e *Expression, err error) error {
+func exprError(e *Expression, err error) error { return explainedError(e, err, nil, nil) }
+
+// explainedError is exprError for a program that failed in vars, whose
+// references its message may read again under b (explain.go).
+func explainedError(e *Expression, err error, vars map[string]any, b *exprBudget) error {
 	var le *LimitError
 	if errors.As(err, &le) {
 		return &Error{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: %s", e.src, le.Error()), Err: err}
@@ -295,9 +299,9 @@ func exprError(e *Expression, err error) error {
 		return &Error{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf("expression %q: evaluation built collections of more elements than expressions may hold", e.src), Err: err}
 	}
 	if e.readsSecrets() {
-		msg = valueFreeReason(msg)
+		return &Error{Code: protocol.CodeExpressionError, Message: fmt.Sprintf("expression %q: %s", e.src, valueFreeReason(msg)), Err: err}
 	}
-	return &Error{Code: protocol.CodeExpressionError, Message: fmt.Sprintf("expression %q: %s", e.src, msg), Err: err}
+	return &Error{Code: protocol.CodeExpressionError, Message: explain(e.src, err, vars, b), Err: err}
 }
 
 // valueFreeReason says why an evaluation failed in words that carry none of
@@ -314,7 +318,7 @@ func valueFreeReason(msg string) string {
 	case strings.Contains(msg, "invalid character"), strings.Contains(msg, "JSON"):
 		return "a value is not valid JSON (value withheld: the expression reads secrets)"
 	case strings.Contains(msg, "cannot fetch"), strings.Contains(msg, "nil"):
-		return "a field or index was read from a missing value (values withheld: the expression reads secrets)"
+		return "a field or index was read from null or from a value that has none (values withheld: the expression reads secrets)"
 	}
 	return "evaluation failed (details withheld: the expression reads secrets)"
 }

@@ -449,7 +449,7 @@ func writeInterpolated(b *strings.Builder, v any) error {
 		enc := json.NewEncoder(&j)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(v); err != nil {
-			return fmt.Errorf("cannot interpolate a %T", v)
+			return fmt.Errorf("cannot write %s into text", withArticle(TypeName(v)))
 		}
 		b.Write(bytes.TrimSuffix(j.Bytes(), []byte("\n")))
 	}
