@@ -468,7 +468,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 			input = r.traced(with)
 		}
 	}
-	emitLent(r, &startedEvents, protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt, Input: input})
+	emitLent(r, &startedEvents, protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt, Role: roleFallback(call, with), Input: input})
 	if o := r.x.e.Observer; o != nil {
 		var end func(status, code string)
 		actx, end = o.StartAttempt(actx, id, n.typ, attempt)
