@@ -125,7 +125,7 @@ func TestPlaygroundHistoryReopensARun(t *testing.T) {
 	p := openPlayground(t)
 	p.submit(`{"version":1,"workflow":{"id":"kept<img src=x onerror=\"window.__pwned=1\">","nodes":[{"id":"greet","type":"set","with":{"value":"hi"}},
 		{"id":"boom","type":"fail","needs":["greet"],"onError":"continue","with":{"message":"expected","code":"NOPE"}}]},
-		"runtime":{"models":[{"role":"general","provider":"openai","model":"m","apiKey":"sk-history-secret-1"}],
+		"runtime":{"toolsets":[{"name":"t","url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer sk-history-secret-1"}}],
 		"http":{"secrets":{"k":{"value":"http-secret-2","hosts":["example.com"]}}}}}`)
 	p.wait(`[data-panel="result"][data-status="completed"]`)
 	p.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.conn[data-conn="ok"]`)))
@@ -157,6 +157,9 @@ func TestPlaygroundHistoryReopensARun(t *testing.T) {
 	}
 	if got := get(p, chromedp.Evaluate[string](`document.querySelector(".raw").textContent`)); !strings.Contains(got, `"type":"accepted"`) {
 		t.Errorf("the events are not back: %q", got)
+	}
+	if wide := get(p, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); wide {
+		t.Error("the page is wider than the window")
 	}
 	p.shot("reopened")
 	// Clear forgets them.

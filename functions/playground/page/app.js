@@ -927,6 +927,7 @@ function renderHistory() {
 function reopen(e) {
   if (run.active) return;
   loadRequest(JSON.stringify(e.request));
+  ui.example.value = "";
   run = newRun();
   run.request = e.request;
   const wf = e.request && e.request.workflow;
