@@ -73,7 +73,7 @@ func TestErrorsNameTheURL(t *testing.T) {
 						t.Errorf("a secret in %q", text)
 					}
 				}
-				if tt.closed && w.provider != ProviderBedrock && strings.Contains(me.Message, base.Host) {
+				if tt.closed && w.provider != ProviderBedrock && strings.Contains(me.Message, srv.URL) {
 					t.Errorf("the transport failure's message repeats the URL: %q", me.Message)
 				}
 			})
