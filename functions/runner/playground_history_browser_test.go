@@ -142,6 +142,7 @@ func TestPlaygroundHistoryReopensARun(t *testing.T) {
 	if n := get(p, chromedp.Evaluate[int](`document.querySelectorAll("ul.history li").length`)); n != 1 {
 		t.Fatalf("%d runs in the history, want 1", n)
 	}
+	p.shot("history")
 	if got := p.text("ul.history li"); !strings.Contains(got, "kept<img") || !strings.Contains(got, "completed") {
 		t.Errorf("history entry %q, want the workflow's id, as text, and its status", got)
 	}
