@@ -536,6 +536,9 @@ func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *
 	switch e := ev.(type) {
 	case *protocol.NodeStarted:
 		id, e.Input = e.NodeID, r.reredact(e.Input)
+		if e.Role != nil {
+			e.Role.Requested = red.String(e.Role.Requested)
+		}
 		// The batch's allowance is already in r.nodes: a child that
 		// starts more than it is stopped here.
 		if e.Attempt == 1 {

@@ -444,12 +444,13 @@ func httpError(ctx context.Context, err error) error {
 	return err
 }
 
-// describeURL renders a URL for a message without its query, which may
-// hold a secret.
+// describeURL renders a URL for a message: its scheme, host and path,
+// without its userinfo or query, which may hold a secret. The message is
+// redacted as every node error is: a secret in the path is not shown.
 func describeURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(invalid URL)"
 	}
-	return u.Host + u.EscapedPath()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
 }

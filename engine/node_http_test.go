@@ -140,6 +140,24 @@ func TestHTTPNode(t *testing.T) {
 			decisions: []string{"h http.request 127.0.0.1 allow"},
 		},
 		{
+			name:     "a failed status names the URL, not its query",
+			with:     `{"url":"{url}/status/404?token=abc"}`,
+			http:     allowPrivate,
+			wantCode: protocol.CodeHTTPError,
+			wantMsg:  "GET {url}/status/404: status 404 Not Found",
+			hits:     1, requests: 1,
+			decisions: []string{"h http.request 127.0.0.1 allow"},
+		},
+		{
+			name:     "a secret in the URL's path is redacted, its query left out",
+			with:     `{"url":"{url}/status/404/k3y-value?q=k3y-value&token=abc"}`,
+			http:     allowPrivate + `,"secrets":{"k":{"value":"k3y-value","hosts":["127.0.0.1"]}}`,
+			wantCode: protocol.CodeHTTPError,
+			wantMsg:  "GET {url}/status/404/[REDACTED]: status 404 Not Found",
+			hits:     1, requests: 1,
+			decisions: []string{"h http.request 127.0.0.1 allow"},
+		},
+		{
 			name: "failOnStatus false returns the response",
 			with: `{"url":"{url}/status/503","failOnStatus":false}`,
 			http: allowPrivate,
@@ -251,11 +269,12 @@ func TestHTTPNode(t *testing.T) {
 			if tt.wantCode != "" {
 				s.failure(t)
 				f := s.nodeFailed("h")
-				if f == nil || f.Error.Code != tt.wantCode || !strings.Contains(f.Error.Message, tt.wantMsg) {
-					t.Errorf("node.failed = %+v, want %s containing %q", f, tt.wantCode, tt.wantMsg)
+				want := strings.ReplaceAll(tt.wantMsg, "{url}", srv.URL)
+				if f == nil || f.Error.Code != tt.wantCode || !strings.Contains(f.Error.Message, want) {
+					t.Errorf("node.failed = %+v, want %s containing %q", f, tt.wantCode, want)
 				}
-				if f != nil && strings.Contains(f.Error.Message, "abc") {
-					t.Errorf("message %q shows the query", f.Error.Message)
+				if f != nil && (strings.Contains(f.Error.Message, "abc") || strings.Contains(f.Error.Message, "k3y-value")) {
+					t.Errorf("message %q shows the query or a secret", f.Error.Message)
 				}
 			} else {
 				res := s.result(t)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
@@ -193,6 +194,25 @@ func modelRequest(call *Call) (string, models.Request, error) {
 	return role, req, nil
 }
 
+// roleFallback is what a model or agent node's node.started says of its
+// role when the model table answers it with the general entry, nil
+// otherwise: a role missing from the table is not an error, so without
+// this the author would never learn that the node ran on another model.
+// with is the node's evaluated with.
+func roleFallback(call *Call, with any) *protocol.RoleFallback {
+	if call.Type != "model" && call.Type != "agent" {
+		return nil
+	}
+	m, _ := with.(map[string]any)
+	role, _ := m["role"].(string)
+	if role == "" || !call.services().models.FallsBack(role) {
+		return nil
+	}
+	// The role is the author's, evaluated from any value: it is
+	// redacted as every text of an event is.
+	return &protocol.RoleFallback{Requested: call.r.x.redact.String(role), Used: models.GeneralRole}
+}
+
 // messagesField reads with.messages: [{role: user|assistant, content}].
 func messagesField(v any) ([]models.Message, error) {
 	if v == nil {
@@ -289,11 +309,22 @@ func modelError(ctx context.Context, err error) error {
 	}
 	var me *models.Error
 	if errors.As(err, &me) {
-		head := me.Provider
+		// "openai 404 Not Found from https://host/chat/completions",
+		// "openai 500 from https://host/v1/chat/completions: overloaded".
+		head, msg := me.Provider, me.Message
 		if me.Status != 0 {
 			head = fmt.Sprintf("%s %d", me.Provider, me.Status)
+			if msg == http.StatusText(me.Status) {
+				head, msg = head+" "+msg, ""
+			}
 		}
-		return &NodeError{Code: protocol.CodeModelError, Message: head + ": " + me.Message}
+		if me.URL != "" {
+			head += " from " + me.URL
+		}
+		if msg != "" {
+			head += ": " + msg
+		}
+		return &NodeError{Code: protocol.CodeModelError, Message: head}
 	}
 	return &NodeError{Code: protocol.CodeModelError, Message: err.Error()}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/protocol"
+	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
 // This file tests the model node through the real models adapter against a
@@ -350,7 +351,15 @@ func TestModelNode(t *testing.T) {
 			models:   `[{general}]`,
 			reply:    func(int) (int, string) { return 500, `{"error":{"message":"upstream exploded","type":"server_error"}}` },
 			wantCode: protocol.CodeModelError,
-			wantMsg:  "openai 500: upstream exploded",
+			wantMsg:  "openai 500 from http://127.0.0.1:",
+		},
+		{
+			name:     "a base URL without /v1 names the URL of its 404",
+			nodes:    `[{"id":"m","type":"model","with":{"prompt":"x"}}]`,
+			models:   `[{general}]`,
+			reply:    func(int) (int, string) { return 404, "" },
+			wantCode: protocol.CodeModelError,
+			wantMsg:  "openai 404 Not Found from http://127.0.0.1:",
 		},
 		{
 			name:     "templated role without a model",
@@ -527,5 +536,46 @@ func TestUnfence(t *testing.T) {
 		if got := unfence(tt.in); got != tt.want {
 			t.Errorf("unfence(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A role missing from the model table is answered by general: the node's
+// node.started says so, the requested role redacted like any text.
+func TestModelNodeRoleFallbackOnNodeStarted(t *testing.T) {
+	srv := newFakeModel(t, func(int, map[string]any, http.Header) (int, string) { return 200, chatReply("g", "ok", 1, 1) })
+	tests := []struct {
+		name, node, input, models string
+		want                      *protocol.RoleFallback
+	}{
+		{"a missing role falls back", `{"id":"m","type":"model","with":{"role":"critic","prompt":"x"}}`, "", `[{general}]`,
+			&protocol.RoleFallback{Requested: "critic", Used: "general"}},
+		{"a templated role", `{"id":"m","type":"model","with":{"role":"${{ input.role }}","prompt":"x"}}`, `{"role":"critic"}`, `[{general}]`,
+			&protocol.RoleFallback{Requested: "critic", Used: "general"}},
+		{"an agent node", `{"id":"m","type":"agent","with":{"role":"planner","prompt":"x"}}`, "", `[{general}]`,
+			&protocol.RoleFallback{Requested: "planner", Used: "general"}},
+		{"a secret as the role is redacted", `{"id":"m","type":"model","with":{"role":"${{ input.role }}","prompt":"x"}}`, `{"role":"sk-test-key"}`, `[{general}]`,
+			&protocol.RoleFallback{Requested: redact.Marker, Used: "general"}},
+		{"the role is in the table", `{"id":"m","type":"model","with":{"role":"writer","prompt":"x"}}`, "", `[{writer},{general}]`, nil},
+		{"no role: general itself", `{"id":"m","type":"model","with":{"prompt":"x"}}`, "", `[{general}]`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entries := strings.NewReplacer("{writer}", srv.entry("writer", "gpt-writer"), "{general}", srv.entry("general", "gpt-general")).Replace(tt.models)
+			e, _ := svcEngine(t, nil)
+			s := svcRun(t, e, svcReq{workflow: `{"nodes":[` + tt.node + `]}`, input: tt.input, runtime: `{"models":` + entries + `}`})
+			s.result(t)
+			var got []*protocol.RoleFallback
+			for _, ev := range s.all() {
+				if st, ok := ev.(*protocol.NodeStarted); ok {
+					got = append(got, st.Role)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d node.started events, want 1", len(got))
+			}
+			if (got[0] == nil) != (tt.want == nil) || (got[0] != nil && *got[0] != *tt.want) {
+				t.Errorf("role %+v, want %+v", got[0], tt.want)
+			}
+		})
 	}
 }

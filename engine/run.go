@@ -472,7 +472,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 			input = r.traced(with)
 		}
 	}
-	emitLent(r, &startedEvents, protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt, Input: input})
+	emitLent(r, &startedEvents, protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt, Role: roleFallback(call, with), Input: input})
 	if _, ok := n.step.(workTimed); ok && n.timeout > 0 {
 		// The rest of timeoutMs is the step's to apply once its work
 		// starts; until then the execution's deadline bounds it.

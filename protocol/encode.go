@@ -49,6 +49,10 @@ func (w *Writer) appendEvent(dst []byte, e Event) ([]byte, error) {
 	case *NodeStarted:
 		dst = w.appendHeader(dst, &e.Header)
 		dst = appendNode(dst, e.NodeID, e.NodeType, e.Attempt)
+		if e.Role != nil {
+			dst = appendString(append(dst, `,"role":{"requested":`...), e.Role.Requested)
+			dst = append(appendString(append(dst, `,"used":`...), e.Role.Used), '}')
+		}
 		if len(e.Input) > 0 {
 			var err error
 			if dst, err = w.appendRaw(append(dst, `,"input":`...), e.Input); err != nil {
@@ -392,6 +396,9 @@ func fields(e Event, buf *[6]*string) (texts []*string, raw *json.RawMessage) {
 	t := buf[:0]
 	switch e := e.(type) {
 	case *NodeStarted:
+		if e.Role != nil {
+			t = append(t, &e.Role.Requested)
+		}
 		return append(t, &e.NodeID, &e.NodeType), rawOf(&e.Input)
 	case *NodeCompleted:
 		return append(t, &e.NodeID, &e.NodeType), rawOf(&e.Output)

@@ -55,10 +55,19 @@ type Accepted struct {
 // the request asked for a trace.
 type NodeStarted struct {
 	Header
-	NodeID   string          `json:"nodeId"`
-	NodeType string          `json:"nodeType"`
-	Attempt  int             `json:"attempt"`
-	Input    json.RawMessage `json:"input,omitempty"`
+	NodeID   string `json:"nodeId"`
+	NodeType string `json:"nodeType"`
+	Attempt  int    `json:"attempt"`
+	// Role is set on a model or agent node's attempt whose model role is
+	// not in the execution's model table and which uses general instead.
+	Role  *RoleFallback   `json:"role,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// RoleFallback names the model role a node asked for and the role it uses.
+type RoleFallback struct {
+	Requested string `json:"requested"`
+	Used      string `json:"used"`
 }
 
 // NodeCompleted reports a node's success. Output is set only when traced.

@@ -217,13 +217,18 @@ func (p *anthropicProvider) error(ctx context.Context, err error, httpRes *http.
 		if msg == "" {
 			msg = apiErr.RawJSON()
 		}
-		return p.scrub.newError(ProviderAnthropic, apiErr.StatusCode, orStatusText(msg, apiErr.StatusCode))
+		u := requestURL(err, apiErr.Response)
+		if u == nil && apiErr.Request != nil {
+			u = apiErr.Request.URL
+		}
+		return p.scrub.at(p.scrub.newError(ProviderAnthropic, apiErr.StatusCode, orStatusText(msg, apiErr.StatusCode)), u)
 	}
+	u := requestURL(err, httpRes)
 	if httpRes != nil && httpRes.StatusCode >= 400 {
-		return p.scrub.newError(ProviderAnthropic, httpRes.StatusCode, orStatusText(bodyText(httpRes), httpRes.StatusCode))
+		return p.scrub.at(p.scrub.newError(ProviderAnthropic, httpRes.StatusCode, orStatusText(bodyText(httpRes), httpRes.StatusCode)), u)
 	}
 	if httpRes != nil {
-		return p.scrub.newError(ProviderAnthropic, 0, "malformed response: "+err.Error())
+		return p.scrub.at(p.scrub.newError(ProviderAnthropic, 0, "malformed response: "+err.Error()), u)
 	}
-	return p.scrub.newError(ProviderAnthropic, 0, "request failed: "+err.Error())
+	return p.scrub.at(p.scrub.newError(ProviderAnthropic, 0, "request failed: "+transportText(err)), u)
 }

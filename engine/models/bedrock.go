@@ -326,7 +326,12 @@ func (p *bedrockProvider) error(ctx context.Context, err error) error {
 		return e
 	}
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 400 {
+	var res *http.Response
+	if errors.As(err, &re) && re.Response != nil {
+		res = re.Response.Response
+	}
+	u := requestURL(err, res)
+	if re != nil && re.HTTPStatusCode() >= 400 {
 		status := re.HTTPStatusCode()
 		msg := ""
 		var apiErr smithy.APIError
@@ -338,15 +343,15 @@ func (p *bedrockProvider) error(ctx context.Context, err error) error {
 				msg = code
 			}
 		}
-		return p.scrub.newError(ProviderBedrock, status, orStatusText(msg, status))
+		return p.scrub.at(p.scrub.newError(ProviderBedrock, status, orStatusText(msg, status)), u)
 	}
 	// A reply that arrived but could not be read; a failed send has a
 	// ResponseError too, with status 0.
 	var de *smithy.DeserializationError
 	if errors.As(err, &de) || (re != nil && re.Response != nil && re.HTTPStatusCode() != 0) {
-		return p.scrub.newError(ProviderBedrock, 0, "malformed response: "+err.Error())
+		return p.scrub.at(p.scrub.newError(ProviderBedrock, 0, "malformed response: "+err.Error()), u)
 	}
-	return p.scrub.newError(ProviderBedrock, 0, "request failed: "+err.Error())
+	return p.scrub.at(p.scrub.newError(ProviderBedrock, 0, "request failed: "+err.Error()), u)
 }
 
 // bedrockRetryer is the AWS standard retryer held to this package's policy

@@ -133,6 +133,10 @@ type Error struct {
 	// Message is for people: the provider's own error message where it gave
 	// one. It never contains the entry's API key or header values.
 	Message string
+	// URL is where the failed call went: scheme, host and path, never a
+	// userinfo, query or fragment, the entry's secrets redacted. It is ""
+	// when the call ended before a request was made.
+	URL string
 
 	// cause is only ever a context error, so that errors.Is can tell a
 	// deadline from a provider failure, or the *egress.ReadLimitError of
@@ -143,10 +147,14 @@ type Error struct {
 
 // Error implements error.
 func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
+	from := ""
+	if e.URL != "" {
+		from = " from " + e.URL
 	}
-	return e.Provider + ": " + e.Message
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: HTTP %d%s: %s", e.Provider, e.Status, from, e.Message)
+	}
+	return e.Provider + from + ": " + e.Message
 }
 
 // Unwrap returns [context.Canceled] or [context.DeadlineExceeded] when the
@@ -183,6 +191,42 @@ func (s scrubber) scrub(msg string) string { return s.r.Message(msg, maxMessageL
 // newError builds the *Error of a failed call.
 func (s scrubber) newError(provider string, status int, msg string) *Error {
 	return &Error{Provider: provider, Status: status, Message: s.scrub(msg)}
+}
+
+// at records on e where its call went, u: a base URL without its /v1 is
+// found at once when the message names the URL the 404 came from. Only
+// the scheme, host and path are kept: the query of a URL the SDK built is
+// not the author's to see, and a userinfo is a credential.
+func (s scrubber) at(e *Error, u *url.URL) *Error {
+	if u != nil && u.Host != "" {
+		e.URL = s.scrub((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String())
+	}
+	return e
+}
+
+// requestURL is the URL of the request behind res, else of the transport
+// failure err; nil when neither names one.
+func requestURL(err error, res *http.Response) *url.URL {
+	if res != nil && res.Request != nil {
+		return res.Request.URL
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			return u
+		}
+	}
+	return nil
+}
+
+// transportText is what a failed send says, without the URL that
+// net/http quotes whole (the error's URL says where).
+func transportText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // readLimitError returns the *Error of a call whose reply crossed its read

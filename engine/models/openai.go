@@ -201,13 +201,18 @@ func (p *openAIProvider) error(ctx context.Context, err error, httpRes *http.Res
 		if msg == "" {
 			msg = bodyText(apiErr.Response)
 		}
-		return p.scrub.newError(ProviderOpenAI, apiErr.StatusCode, orStatusText(msg, apiErr.StatusCode))
+		u := requestURL(err, apiErr.Response)
+		if u == nil && apiErr.Request != nil {
+			u = apiErr.Request.URL
+		}
+		return p.scrub.at(p.scrub.newError(ProviderOpenAI, apiErr.StatusCode, orStatusText(msg, apiErr.StatusCode)), u)
 	}
+	u := requestURL(err, httpRes)
 	if httpRes != nil && httpRes.StatusCode >= 400 {
-		return p.scrub.newError(ProviderOpenAI, httpRes.StatusCode, orStatusText(bodyText(httpRes), httpRes.StatusCode))
+		return p.scrub.at(p.scrub.newError(ProviderOpenAI, httpRes.StatusCode, orStatusText(bodyText(httpRes), httpRes.StatusCode)), u)
 	}
 	if httpRes != nil {
-		return p.scrub.newError(ProviderOpenAI, 0, "malformed response: "+err.Error())
+		return p.scrub.at(p.scrub.newError(ProviderOpenAI, 0, "malformed response: "+err.Error()), u)
 	}
-	return p.scrub.newError(ProviderOpenAI, 0, "request failed: "+err.Error())
+	return p.scrub.at(p.scrub.newError(ProviderOpenAI, 0, "request failed: "+transportText(err)), u)
 }

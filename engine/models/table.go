@@ -112,6 +112,17 @@ func (t *Table) Lookup(role string) (protocol.Model, bool) {
 	return m, ok
 }
 
+// FallsBack reports whether [Table.Lookup] of role answers with the
+// "general" entry in its stead: the table has general but not role.
+func (t *Table) FallsBack(role string) bool {
+	if t == nil || role == GeneralRole {
+		return false
+	}
+	_, exact := t.byRole[role]
+	_, general := t.byRole[GeneralRole]
+	return !exact && general
+}
+
 // Roles returns the table's roles, sorted.
 func (t *Table) Roles() []string {
 	if t == nil {

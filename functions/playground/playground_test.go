@@ -120,7 +120,7 @@ func TestPageHasNothingInline(t *testing.T) {
 	if strings.Count(html, "<script") != 1 || !strings.Contains(html, `<script type="module" src="app.js"></script>`) {
 		t.Error("index.html must load app.js as its only script, from a file")
 	}
-	for _, f := range []string{"app.js", "graph.js"} {
+	for _, f := range []string{"app.js", "graph.js", "history.js", "session.js"} {
 		r := httptest.NewRequest("GET", "http://127.0.0.1/playground/"+f, nil)
 		r.Host = "127.0.0.1"
 		js := serve(t, r).Body.String()

@@ -224,7 +224,9 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 		fmt.Fprintf(stdout, "  curl -sN -H \"Authorization: Bearer $RUNNER_TOKEN\" --data-binary @examples/hello.json %s/v1/executions\n\n", base)
 		fmt.Fprintf(stdout, "playground (open in a browser; the token stays in the fragment):\n  %s\n\n", playground.URL(pageBase(ln.Addr()), devToken))
 	}
-	logger.Info("listening", "addr", base, "version", version)
+	// Without a dev token (RUNNER_TOKENS, a secret) the page is still
+	// there, and asks for a token: its address, never a token, is logged.
+	logger.Info("listening", "addr", base, "playground", pageBase(ln.Addr())+playground.Path, "version", version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

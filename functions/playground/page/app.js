@@ -6,16 +6,20 @@
 import { Graph, el } from "./graph.js";
 import { readLines } from "./stream.js";
 import { parsePath, locate } from "./jsonpath.js";
+import { savedToken, keepToken, forgetToken } from "./session.js";
+import * as past from "./history.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
 // The token comes in the URL's fragment (#token=…), which the browser
 // never sends; it is taken out of the URL and the history at once, and
-// kept only in this module.
+// kept in this module and in this tab's sessionStorage (session.js), so
+// that a reload does not ask for it again.
 let token = "";
 {
   const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
-  if (m) token = decodeURIComponent(m[1]);
+  token = m ? decodeURIComponent(m[1]) : savedToken();
+  keepToken(token);
   if (location.hash) history.replaceState(null, "", location.pathname + location.search);
 }
 
@@ -164,6 +168,8 @@ function apply(ev) {
       r.attempt = ev.attempt;
       r.startedAt = performance.now();
       r.retrying = false;
+      // A model role missing from the table, answered by general.
+      if (ev.role && typeof ev.role === "object") r.role = ev.role;
       const a = { attempt: ev.attempt, state: "running" };
       if ("input" in ev) a.input = r.input = ev.input;
       r.attempts.push(a);
@@ -518,6 +524,9 @@ function renderInspector() {
     }
     box.append(section("Attempts", t));
   }
+  if (r && r.role) {
+    box.append(section("Model role", el("p", "", `${r.role.requested} is not in the model table: ran on ${r.role.used}`)));
+  }
   if (r && r.error && state !== "completed") {
     const e = el("div", "err");
     e.append(el("code", "", r.error.code), el("span", "", " " + r.error.message));
@@ -853,7 +862,10 @@ async function start(req) {
       showProblems(err.details);
     } else {
       done(res.status === 400 || res.status === 413 ? "invalid" : "failed", `${res.status} ${err.code}: ${err.message}`);
-      if (res.status === 401) askToken();
+      if (res.status === 401) {
+        forgetToken();
+        askToken();
+      }
     }
     return;
   }
@@ -883,6 +895,7 @@ async function start(req) {
     endButtons();
     renderRaw(true);
     if (selected) renderInspector();
+    keepRun();
   } else done("failed", "the stream ended without a terminal event");
 }
 
@@ -893,6 +906,62 @@ function done(status, message) {
   renderRaw(true);
   if (selected) renderInspector();
   if (status !== "invalid") showTab("result");
+  keepRun();
+}
+
+// keepRun adds the run that just ended to the history (history.js).
+function keepRun() {
+  if (!run.request) return;
+  const t = run.terminal;
+  const message = t && t.type === "error" && t.error ? `${t.error.code}: ${t.error.message}` : ui.statusLine.textContent;
+  past.remember({ request: run.request, lines: rawLines(), status: run.status || (t && t.status) || "", message, executionId: run.executionId });
+  renderHistory();
+}
+
+function renderHistory() {
+  tabCount("history", past.render($(".history"), reopen));
+}
+
+// reopen shows a run of the history as it ended: its request in the
+// editor, its graph and panels from its kept events.
+function reopen(e) {
+  if (run.active) return;
+  loadRequest(JSON.stringify(e.request));
+  ui.example.value = "";
+  run = newRun();
+  run.request = e.request;
+  const wf = e.request && e.request.workflow;
+  preview.key = JSON.stringify([wf, e.request && e.request.runtime && e.request.runtime.workflows]);
+  showWorkflow(wf && typeof wf === "object" ? wf : null, e.request && e.request.runtime && e.request.runtime.workflows);
+  clearResult();
+  for (const line of e.lines) {
+    run.events++;
+    keepRaw(line);
+    try {
+      apply(JSON.parse(line));
+    } catch {
+      // the marker of lines not kept
+    }
+  }
+  finish();
+  if (run.terminal) renderTerminal(run.terminal);
+  else setStatus(e.status, e.message);
+  renderRaw(true);
+  showTab("result");
+}
+
+$("[data-action=clear-history]").addEventListener("click", () => {
+  past.clear();
+  renderHistory();
+});
+
+// clearResult empties the panels of the last run.
+function clearResult() {
+  ui.output.textContent = "";
+  ui.usage.replaceChildren();
+  ui.consent.hidden = true;
+  ui.raw.textContent = "";
+  tabCount("events", 0);
 }
 
 function endButtons() {
@@ -908,6 +977,12 @@ function runFromEditor() {
   } catch (e) {
     if (!(e instanceof Problems)) throw e;
     run = newRun();
+    if (e.list.some((p) => p.ta === ui.editor)) {
+      // The editor holds no request: the graph of the last one goes.
+      preview.key = undefined;
+      showWorkflow(null, []);
+    }
+    clearResult();
     graph.paintAll();
     renderLegend();
     setStatus("invalid", e.message);
@@ -1032,6 +1107,7 @@ $("form.token").addEventListener("submit", (e) => {
   e.preventDefault();
   const input = $("input[name=token]");
   token = input.value.trim();
+  keepToken(token);
   input.value = "";
   connect();
 });
@@ -1040,7 +1116,10 @@ async function connect() {
   if (!token) return askToken();
   try {
     const res = await fetch("/v1/capabilities", { headers: { Authorization: `Bearer ${token}` }, cache: "no-store", credentials: "omit" });
-    if (res.status === 401) return askToken();
+    if (res.status === 401) {
+      forgetToken();
+      return askToken();
+    }
     const caps = await res.json();
     $("form.token").hidden = true;
     ui.conn.dataset.conn = "ok";
@@ -1079,3 +1158,4 @@ async function loadExamples() {
 connect();
 loadExamples();
 showWorkflow(null, []);
+renderHistory();

@@ -36,8 +36,10 @@ FILE is a whole execution request ({"version":1,"workflow":…}) or a bare workf
 document ({"nodes":[…]}), which is sent as version 1 with --input.
 
 On a terminal it shows one line per node (map items and child workflow nodes
-under their parent) with state, attempt, duration and permission decisions,
-then the output or the error. Otherwise, or with --json, it copies the NDJSON
+under their parent) with state, attempt, duration, permission decisions and a
+model role that fell back to general, then every node that failed (map items
+by their full id, each[3].fetch) with its code and whole message, wrapped to
+the terminal's width, then the output or the error. Otherwise, or with --json, it copies the NDJSON
 stream to standard output byte for byte.
 
 Exit codes: 0 completed, 1 failed, 2 invalid request (400), 3 suspended for
@@ -247,6 +249,11 @@ loop:
 	live.Draw(board.Lines())
 	if id != "" {
 		fmt.Fprintf(env.Out, "execution %s\r\n", progress.Clean(id))
+	}
+	// The board is cut to the screen, its lines to its width: the
+	// failures are listed again below it, whole, wrapped rather than cut.
+	for _, line := range board.Summary(width) {
+		fmt.Fprintf(env.Out, "%s\r\n", line)
 	}
 	return report(env, last, end)
 }

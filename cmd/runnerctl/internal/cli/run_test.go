@@ -1,10 +1,12 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 const consentBody = `{"version":1,"workflow":{"nodes":[{"id":"page","type":"tool","with":{"toolset":"pager","tool":"page_oncall"}}]},
@@ -142,5 +144,103 @@ func TestRunUnavailable(t *testing.T) {
 	res := runPipe(t, env("http://127.0.0.1:1", testToken), `{"nodes":[]}`, "run", "-")
 	if res.code != 4 || !strings.Contains(res.err, "cannot reach the runner") {
 		t.Errorf("exit %d, stderr %s", res.code, res.err)
+	}
+}
+
+// summaryOf is what runnerctl printed after the board: from the line that
+// names the execution to the end.
+func summaryOf(out string) []string {
+	i := strings.LastIndex(out, "execution ")
+	if i < 0 {
+		return nil
+	}
+	// The terminal writes "\r\n" as "\r\r\n".
+	lines := strings.Split(strings.TrimRight(out[i:], "\r\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, "\r")
+	}
+	return lines[1:]
+}
+
+// The board is cut to the screen and its lines to the width; the failures
+// come again after it, whole and wrapped. testdata/map50-3failed.ndjson is
+// the stream the runner sent for a 50-item map whose items 7, 23 and 41
+// failed (onError: continue) with a message longer than the terminal.
+func TestRunEndsWithEveryFailureWhole(t *testing.T) {
+	recorded, err := os.ReadFile("testdata/map50-3failed.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rejected = "was rejected by the upstream review service because its payload carried a field the schema of version 2026-11 no longer accepts (field: legacy_owner_id); migrate the record and send it again"
+	head := `{"version":1,"type":"accepted","executionId":"x","at":"t"}` + "\n"
+	tests := []struct {
+		name     string
+		stream   string
+		code     int
+		failures []string // each one's whole text, in order
+		after    string   // the line that follows the summary
+	}{
+		{"a 50-item map with 3 failed items", string(recorded), 0,
+			[]string{"each[7].check (fail): ITEM_REJECTED: item 7 " + rejected, "each[23].check (fail): ITEM_REJECTED: item 23 " + rejected,
+				"each[41].check (fail): ITEM_REJECTED: item 41 " + rejected}, "completed in"},
+		{"a failed execution", head +
+			`{"version":1,"type":"node.started","executionId":"x","at":"t","nodeId":"fetch","nodeType":"http","attempt":1}` + "\n" +
+			`{"version":1,"type":"node.failed","executionId":"x","at":"t","nodeId":"fetch","nodeType":"http","attempt":1,"durationMs":3,"error":{"code":"HTTP_ERROR","message":"GET https://api.example.com/items/unbroken-path-segment-that-is-longer-than-the-whole-terminal-line-of-one-hundred-columns-so-it-must-break: status 404 Not Found"},"retrying":false}` + "\n" +
+			`{"version":1,"type":"error","executionId":"x","at":"t","error":{"code":"EXECUTION_FAILED","message":"node fetch failed","nodeId":"fetch"}}` + "\n", 1,
+			[]string{"fetch (http): HTTP_ERROR: GET https://api.example.com/items/unbroken-path-segment-that-is-longer-than-the-whole-terminal-line-of-one-hundred-columns-so-it-must-break: status 404 Not Found"},
+			"failed at node fetch"},
+		{"a retry that succeeded is no failure", head +
+			`{"version":1,"type":"node.started","executionId":"x","at":"t","nodeId":"a","nodeType":"set","attempt":1}` + "\n" +
+			`{"version":1,"type":"node.failed","executionId":"x","at":"t","nodeId":"a","nodeType":"set","attempt":1,"durationMs":3,"error":{"code":"TIMEOUT","message":"slow"},"retrying":true}` + "\n" +
+			`{"version":1,"type":"node.started","executionId":"x","at":"t","nodeId":"a","nodeType":"set","attempt":2}` + "\n" +
+			`{"version":1,"type":"node.completed","executionId":"x","at":"t","nodeId":"a","nodeType":"set","attempt":2,"durationMs":3}` + "\n" +
+			`{"version":1,"type":"result","executionId":"x","at":"t","status":"completed","output":1,"usage":{},"durationMs":3}` + "\n", 0,
+			nil, "completed in"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := cannedRunner(t, tt.stream)
+			res := runPTY(t, env(srv.URL, testToken), "run", writeFile(t, "w.json", `{"nodes":[]}`))
+			if res.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", res.code, tt.code, res.out, res.err)
+			}
+			lines := summaryOf(res.out)
+			if len(lines) == 0 {
+				t.Fatalf("no execution line:\n%q", res.out)
+			}
+			var got []string
+			full := false // the last line filled the width: a word went on
+			if len(tt.failures) > 0 {
+				if want := fmt.Sprintf("%d failed:", len(tt.failures)); lines[0] != want {
+					t.Fatalf("summary starts %q, want %q\n%s", lines[0], want, strings.Join(lines, "\n"))
+				}
+				lines = lines[1:]
+			}
+			for len(lines) > 0 && strings.HasPrefix(lines[0], "  ") {
+				l := lines[0]
+				if n := utf8.RuneCountInString(l); n > 100 {
+					t.Errorf("line of %d columns on a terminal of 100: %q", n, l)
+				}
+				if strings.Contains(l, "…") {
+					t.Errorf("a failure is cut: %q", l)
+				}
+				switch {
+				case !strings.HasPrefix(l, "      "):
+					got = append(got, l[2:])
+				case full: // inside a word too long for a line
+					got[len(got)-1] += l[6:]
+				default:
+					got[len(got)-1] += " " + l[6:]
+				}
+				full = utf8.RuneCountInString(l) == 100
+				lines = lines[1:]
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.failures, "\n") {
+				t.Errorf("failures:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.failures, "\n"))
+			}
+			if len(lines) == 0 || !strings.HasPrefix(lines[0], tt.after) {
+				t.Errorf("after the failures: %q, want %q", lines, tt.after)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -40,6 +41,11 @@ type Node struct {
 	Duration time.Duration
 	// Detail is the failure or suspension, for people.
 	Detail string
+	// Error is the failure of the node's last attempt, when it failed.
+	Error protocol.NodeError
+	// Role is the model role the node asked for and the one it used, when
+	// the table had no such role and it fell back to general.
+	Role *protocol.RoleFallback
 	// Decisions are the permission decisions made for the node.
 	Decisions []string
 
@@ -141,6 +147,10 @@ func (b *Board) Apply(ev protocol.Event) {
 	case *protocol.NodeStarted:
 		n := b.node(e.NodeID)
 		n.Type, n.State, n.Attempt, n.Started, n.Detail = e.NodeType, Running, e.Attempt, b.now(), ""
+		n.Error = protocol.NodeError{}
+		if e.Role != nil {
+			n.Role = e.Role
+		}
 	case *protocol.NodeCompleted:
 		n := b.node(e.NodeID)
 		n.Type, n.State, n.Attempt = e.NodeType, Completed, e.Attempt
@@ -150,6 +160,7 @@ func (b *Board) Apply(ev protocol.Event) {
 		n.Type, n.Attempt = e.NodeType, e.Attempt
 		n.Duration = time.Duration(e.DurationMs) * time.Millisecond
 		n.Detail = fmt.Sprintf("%s: %s", e.Error.Code, e.Error.Message)
+		n.Error = e.Error
 		n.State = Failed
 		if e.Retrying {
 			n.State = Waiting
@@ -175,8 +186,94 @@ func (b *Board) Finish() {
 		if n.State == Running {
 			n.State = Failed
 			n.Detail = "ended with the execution"
+			n.Error = protocol.NodeError{Message: n.Detail}
 		}
 	}
+}
+
+// Failure is a node whose last attempt failed.
+type Failure struct {
+	// ID is the node's full id: "each[3].fetch" names the map item.
+	ID, Type string
+	Error    protocol.NodeError
+}
+
+// Failures lists the nodes that failed for good (no attempt followed), in
+// the board's order: map items in index order under their map.
+func (b *Board) Failures() []Failure {
+	var out []Failure
+	var walk func(ns []*Node)
+	walk = func(ns []*Node) {
+		for _, n := range ns {
+			if n.State == Failed {
+				out = append(out, Failure{ID: n.ID, Type: n.Type, Error: n.Error})
+			}
+			walk(n.children)
+		}
+	}
+	walk(b.top)
+	return out
+}
+
+// Summary renders the failures for the end of a run, whole: each wrapped to
+// width columns (0: no wrapping) under a heading, none cut.
+func (b *Board) Summary(width int) []string {
+	fs := b.Failures()
+	if len(fs) == 0 {
+		return nil
+	}
+	out := []string{fmt.Sprintf("%d failed:", len(fs))}
+	for _, f := range fs {
+		var s strings.Builder
+		s.WriteString(f.ID)
+		if f.Type != "" {
+			fmt.Fprintf(&s, " (%s)", f.Type)
+		}
+		s.WriteString(": ")
+		if f.Error.Code != "" {
+			fmt.Fprintf(&s, "%s: ", f.Error.Code)
+		}
+		s.WriteString(f.Error.Message)
+		out = append(out, Wrap(Clean(s.String()), width, "  ", "      ")...)
+	}
+	return out
+}
+
+// Wrap breaks s into lines of at most width columns (one rune is taken as
+// one column), at spaces where it can and inside a word too long for a
+// line: first begins the first line, indent every other. A width too small
+// for the indents leaves s on one line.
+func Wrap(s string, width int, first, indent string) []string {
+	if width <= 0 || width <= utf8.RuneCountInString(indent)+1 || width <= utf8.RuneCountInString(first)+1 {
+		return []string{first + s}
+	}
+	var out []string
+	prefix := first
+	words := strings.Fields(s)
+	line := []rune(prefix)
+	fresh := true // nothing but the prefix on line yet
+	for _, w := range words {
+		word := []rune(w)
+		if !fresh && len(line)+1+len(word) > width {
+			out = append(out, string(line))
+			prefix = indent
+			line, fresh = []rune(prefix), true
+		}
+		if !fresh {
+			line = append(line, ' ')
+		}
+		for len(line)+len(word) > width {
+			room := width - len(line)
+			line = append(line, word[:room]...)
+			out = append(out, string(line))
+			word = word[room:]
+			prefix = indent
+			line = []rune(prefix)
+		}
+		line = append(line, word...)
+		fresh = false
+	}
+	return append(out, string(line))
 }
 
 // Lines renders the board, one line per node and permission decision.
@@ -216,6 +313,9 @@ func (n *Node) line(depth int, now time.Time) string {
 		b.WriteString(" · " + Duration(now.Sub(n.Started)))
 	case n.State == Completed || n.State == Failed:
 		b.WriteString(" · " + Millis(n.Duration.Milliseconds()))
+	}
+	if n.Role != nil {
+		fmt.Fprintf(&b, " · role %s → %s", n.Role.Requested, n.Role.Used)
 	}
 	if n.Detail != "" {
 		b.WriteString(" · " + n.Detail)

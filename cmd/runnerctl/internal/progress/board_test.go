@@ -109,3 +109,53 @@ func TestDuration(t *testing.T) {
 		t.Errorf("Millis(12) = %q, want 12 ms", got)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	tests := []struct {
+		name  string
+		s     string
+		width int
+		want  []string
+	}{
+		{"fits", "a b c", 20, []string{"> a b c"}},
+		{"at spaces", "alpha beta gamma delta", 14, []string{"> alpha beta", "    gamma", "    delta"}},
+		{"a word longer than a line", "see https://host/a-very-long-path ok", 16, []string{"> see", "    https://host", "    /a-very-long", "    -path ok"}},
+		{"no width: one line", "alpha beta gamma", 0, []string{"> alpha beta gamma"}},
+		{"runes, not bytes", "ééé ééé", 9, []string{"> ééé ééé"}},
+		{"empty", "", 10, []string{"> "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := progress.Wrap(tt.s, tt.width, "> ", "    ")
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("Wrap(%q, %d) = %q, want %q", tt.s, tt.width, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummaryListsFailuresAndTheBoardShowsARoleFallback(t *testing.T) {
+	b := &progress.Board{}
+	b.Expect("each", "map")
+	b.Expect("ask", "model")
+	for _, ev := range []protocol.Event{
+		&protocol.NodeStarted{NodeID: "ask", NodeType: "model", Attempt: 1, Role: &protocol.RoleFallback{Requested: "critic", Used: "general"}},
+		&protocol.NodeFailed{NodeID: "each[2].tag", NodeType: "set", Attempt: 1, Error: protocol.NodeError{Code: "TIMEOUT", Message: "slow"}, Retrying: true},
+		&protocol.NodeCompleted{NodeID: "each[2].tag", NodeType: "set", Attempt: 2},
+		&protocol.NodeFailed{NodeID: "each[10].tag", NodeType: "set", Attempt: 1, Error: protocol.NodeError{Code: "X", Message: "ten\x1b[2J"}},
+		&protocol.NodeFailed{NodeID: "each[1].tag", NodeType: "set", Attempt: 1, Error: protocol.NodeError{Code: "X", Message: "one"}},
+	} {
+		b.Apply(ev)
+	}
+	b.Finish()
+	want := []string{"3 failed:", "  each[1].tag (set): X: one", "  each[10].tag (set): X: ten[2J", "  ask (model): ended with the execution"}
+	if got := b.Summary(80); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("summary:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if lines := b.Lines(); !strings.Contains(strings.Join(lines, "\n"), "✗ ask (model) failed · attempt 1 · <1 ms · role critic → general") {
+		t.Errorf("no role fallback on the board:\n%s", strings.Join(lines, "\n"))
+	}
+	if got := (&progress.Board{}).Summary(80); got != nil {
+		t.Errorf("summary of no failure: %q", got)
+	}
+}
