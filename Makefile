@@ -78,7 +78,7 @@ TAGS      := $(subst $(space),$(comma),$(strip lambda.norpc $(addprefix no,$(fil
 FULL_TAGS    := $(subst $(space),$(comma),$(strip lambda.norpc $(AWSTAG)))
 BEDROCK_TAGS := $(subst $(space),$(comma),$(strip lambda.norpc noopenai noanthropic $(AWSTAG)))
 
-.PHONY: run test test-deps test-short build bench bench-compare bench-lambda size lint tools clean build-RunnerFunction version sam-build
+.PHONY: run test test-deps test-short check-lambda build bench bench-compare bench-lambda size lint tools clean build-RunnerFunction version sam-build sam-cli
 
 ## run: the runner as a local HTTP server with a generated dev token (its
 ## code nodes' worker built first, and named by RUNNER_CODE_WORKER)
@@ -109,6 +109,17 @@ test-deps:
 		else \
 			echo 'test-deps: chromium not found and not installable here (needs root and apt-get): the playground browser tests will skip. Install it: apt-get install chromium'; \
 		fi
+
+## check-lambda: the conformance suite (runnerctl check) against the
+## bootstrap as deployed, built for this machine, under aws-lambda-rie
+## with a static token, through runnerctl bridge (function URL events);
+## exits 0 only when no check fails (conformance/check-lambda.sh,
+## docs/deploy.md)
+check-lambda: $(BIN)/bootstrap-local $(BIN)/codeworker-local $(BIN)/runnerctl
+	@command -v aws-lambda-rie >/dev/null 2>&1 || test -x $(GOBIN)/aws-lambda-rie || \
+		{ echo 'check-lambda: aws-lambda-rie not found: run make tools'; exit 1; }
+	BOOTSTRAP=$(BIN)/bootstrap-local WORKER=$(BIN)/codeworker-local RUNNERCTL=$(BIN)/runnerctl PATH="$(GOBIN):$$PATH" \
+		bash conformance/check-lambda.sh
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -147,8 +158,13 @@ version:
 		echo "$$v" > VERSION; echo "VERSION $$v"
 
 ## sam-build: sam build with the commit's version baked in
-sam-build: version
+sam-build: sam-cli version
 	sam build
+
+# sam-cli: the SAM CLI is there, or a message saying where to get it rather
+# than make's "sam: No such file or directory".
+sam-cli:
+	@command -v sam >/dev/null 2>&1 || { echo 'sam: not found — install the AWS SAM CLI (https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/install-sam-cli.html)' >&2; exit 1; }
 
 ## bench: in-process benchmarks (figures as medians of -count runs)
 bench:

@@ -44,10 +44,14 @@ type Report struct {
 	Passed  int      `json:"passed"`
 	Failed  int      `json:"failed"`
 	Skipped int      `json:"skipped"`
+	// Stopped says why no check ran: what answers at URL is not a runner
+	// (GET /v1/capabilities is not a capabilities document), or nothing
+	// answers there.
+	Stopped string `json:"stopped,omitempty"`
 }
 
-// OK reports whether no check failed.
-func (r Report) OK() bool { return r.Failed == 0 }
+// OK reports whether the suite ran and no check failed.
+func (r Report) OK() bool { return r.Failed == 0 && r.Stopped == "" }
 
 // Checker runs the suite against one runner.
 type Checker struct {
@@ -67,10 +71,17 @@ type check struct {
 	run      func(ctx context.Context, s *session) (Status, string)
 }
 
-// Run runs every check in order and reports them all.
+// Run runs every check in order and reports them all; it runs none, and
+// says why in Report.Stopped, when no runner answers at c.URL.
 func (c *Checker) Run(ctx context.Context) Report {
 	s := c.session()
 	rep := Report{URL: c.URL}
+	pctx, cancel := context.WithTimeout(ctx, s.timeout)
+	rep.Stopped = s.notRunner(pctx)
+	cancel()
+	if rep.Stopped != "" {
+		return rep
+	}
 	for _, ch := range suite {
 		cctx, cancel := context.WithTimeout(ctx, s.timeout)
 		st, reason := ch.run(cctx, s)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,5 +292,47 @@ func TestBrokenRunnersFailTheirRule(t *testing.T) {
 				t.Errorf("no check %s", tt.broken)
 			}
 		})
+	}
+}
+
+// What is not a runner stops the suite at once, with the reason, instead
+// of failing every check for it.
+func TestNotARunnerStopsTheSuite(t *testing.T) {
+	tests := []struct {
+		name, ct, body string
+		status         int
+		want           string
+	}{
+		{"404", "text/plain; charset=utf-8", "404 page not found", 404, "answered 404"},
+		{"an emulator's 404", "", "", 404, "runnerctl bridge"},
+		{"HTML", "text/html; charset=utf-8", "<!doctype html><title>hi</title>", 200, "an HTML page"},
+		{"not JSON", "text/plain", "hello", 200, "not a JSON object"},
+		{"JSON of another shape", "application/json", `{"status":"ok"}`, 200, "without protocolVersions"},
+		{"an error of another shape", "application/json", `{"message":"Forbidden"}`, 403, "neither capabilities nor a protocol error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var requests atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				if tt.ct != "" {
+					w.Header().Set("Content-Type", tt.ct)
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			rep := (&conformance.Checker{URL: srv.URL, Token: "tok", Timeout: 5 * time.Second}).Run(context.Background())
+			if rep.OK() || !strings.Contains(rep.Stopped, "not a Runner protocol v1 runner") || !strings.Contains(rep.Stopped, tt.want) ||
+				len(rep.Results) != 0 || requests.Load() != 1 {
+				t.Errorf("stopped %q, %d results, %d requests; want a stop naming %q after one request", rep.Stopped, len(rep.Results), requests.Load(), tt.want)
+			}
+		})
+	}
+	// Nothing listening: stopped too.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	if rep := (&conformance.Checker{URL: srv.URL, Token: "tok", Timeout: 5 * time.Second}).Run(context.Background()); !strings.Contains(rep.Stopped, "no runner answers") {
+		t.Errorf("closed port: stopped %q", rep.Stopped)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -128,6 +129,41 @@ func (s *session) capabilities(ctx context.Context) (map[string]any, error) {
 		}
 	})
 	return s.caps, s.capsErr
+}
+
+// notRunner says why what answers at s.base is no runner, or "" when it
+// may be one: GET /v1/capabilities, with the good token, must answer
+// either a JSON capabilities document with protocolVersions or a protocol
+// error (a refused token is still a runner's answer, which the checks
+// then report). Anything else (404, an HTML page, a body that is not
+// JSON, JSON of another shape, no answer at all) would fail every check
+// for the same reason, so the suite stops at once instead.
+func (s *session) notRunner(ctx context.Context) string {
+	const hint = "check the URL: a runner serves GET /v1/capabilities under it " +
+		"(aws-lambda-rie's invoke API is not HTTP of the runner: serve it through runnerctl bridge, docs/deploy.md)"
+	r, err := s.send(ctx, http.MethodGet, "/v1/capabilities", authGood, nil)
+	if err != nil {
+		return fmt.Sprintf("no runner answers: GET %s/v1/capabilities: %v", s.base, err)
+	}
+	ct, _, _ := mime.ParseMediaType(r.header.Get("Content-Type"))
+	what := fmt.Sprintf("GET %s/v1/capabilities answered %d", s.base, r.status)
+	if ct != "" {
+		what += " (" + ct + ")"
+	}
+	var doc map[string]json.RawMessage
+	switch {
+	case r.status == http.StatusNotFound:
+		return fmt.Sprintf("not a Runner protocol v1 runner: %s: %s; %s", what, clip(r.body), hint)
+	case ct == "text/html" || bytes.HasPrefix(bytes.TrimSpace(r.body), []byte("<")):
+		return fmt.Sprintf("not a Runner protocol v1 runner: %s, an HTML page; %s", what, hint)
+	case json.Unmarshal(r.body, &doc) != nil || doc == nil:
+		return fmt.Sprintf("not a Runner protocol v1 runner: %s, not a JSON object: %s; %s", what, clip(r.body), hint)
+	case r.status == http.StatusOK && doc["protocolVersions"] == nil:
+		return fmt.Sprintf("not a Runner protocol v1 runner: %s, JSON without protocolVersions: %s; %s", what, clip(r.body), hint)
+	case r.status != http.StatusOK && doc["error"] == nil:
+		return fmt.Sprintf("not a Runner protocol v1 runner: %s, neither capabilities nor a protocol error: %s; %s", what, clip(r.body), hint)
+	}
+	return ""
 }
 
 // nodeTypes is the capabilities' nodeTypes as a set.

@@ -20,6 +20,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
+	"github.com/runnerd/lambda-runner/infra/urlfront"
 )
 
 const testToken = "test-token-7f3a"
@@ -229,24 +230,16 @@ func readReply(t *testing.T, kind eventKind, resp any) httpReply {
 }
 
 // prelude is the head of a streamed function URL response.
-type prelude struct {
-	StatusCode int               `json:"statusCode"`
-	Headers    map[string]string `json:"headers"`
-	Cookies    []string          `json:"cookies"`
-}
+type prelude = urlfront.Prelude
 
 // parseStreamed splits a streamed function URL response
 // (application/vnd.awslambda.http-integration-response): the prelude
 // JSON, eight NUL bytes, then the body.
 func parseStreamed(t testing.TB, raw []byte) (prelude, []byte) {
 	t.Helper()
-	head, body, ok := bytes.Cut(raw, make([]byte, 8))
-	if !ok {
-		t.Fatalf("no prelude separator in %q", raw)
-	}
-	var p prelude
-	if err := json.Unmarshal(head, &p); err != nil {
-		t.Fatalf("prelude %q: %v", head, err)
+	p, body, err := urlfront.Split(raw)
+	if err != nil {
+		t.Fatalf("%v: %q", err, raw)
 	}
 	return p, body
 }

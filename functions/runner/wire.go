@@ -80,6 +80,7 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 	h.Capabilities = capabilities(eng, h)
 	if cfg.Lambda {
 		m := telemetry.NewMetrics(stdout, cfg.FunctionName)
+		m.Version = cfg.FunctionVersion
 		h.OnExecution = m.OnExecution
 		h.OnResponse = m.OnResponse
 	}

@@ -33,11 +33,52 @@ func TestOpsAliasAndDeployment(t *testing.T) {
 		t.Error("no FunctionUrlConfig")
 	}
 	dp := v.fn.DeploymentPreference
-	if dp == nil || deref(dp.Type) != "AllAtOnce" || len(dp.Alarms) < 3 {
+	if dp == nil || deref(dp.Type) != "AllAtOnce" || len(dp.Alarms) != 3 {
 		t.Fatalf("DeploymentPreference %+v", dp)
 	}
 	if got := v.output("RunnerAlias"); got != "<Ref "+generatedAlias+">" {
 		t.Errorf("RunnerAlias output %q", got)
+	}
+}
+
+// A gradual deployment rolls back on the new version's own errors: every
+// alarm CodeDeploy watches counts the version being deployed alone (its
+// ExecutedVersion; Lambda's own metrics through the live alias), so the
+// old version's errors during the shift roll nothing back.
+func TestOpsCanaryAlarmsJudgeTheNewVersion(t *testing.T) {
+	v := load(t, templatePath, map[string]string{"DeploymentType": "Canary10Percent5Minutes"})
+	dp := v.fn.DeploymentPreference
+	if dp == nil || len(dp.Alarms) == 0 {
+		t.Fatal("no DeploymentPreference alarms")
+	}
+	const version = "<GetAtt RunnerFunction.Version.Version>"
+	for _, ref := range dp.Alarms {
+		name, ok := strings.CutPrefix(str(ref), "<Ref ")
+		name = strings.TrimSuffix(name, ">")
+		if !ok {
+			t.Errorf("DeploymentPreference alarm %v is not a Ref to an alarm of the stack", ref)
+			continue
+		}
+		a := v.alarm(name)
+		dims := map[string]string{}
+		for _, d := range a.Dimensions {
+			dims[d.Name] = d.Value
+		}
+		if dims["FunctionName"] != "<Ref RunnerFunction>" || dims["ExecutedVersion"] != version {
+			t.Errorf("%s: dimensions %v, want FunctionName and ExecutedVersion %s", name, dims, version)
+		}
+		if deref(a.Namespace) == "AWS/Lambda" && dims["Resource"] != "<Ref RunnerFunction>:live" {
+			t.Errorf("%s: Lambda's ExecutedVersion dimension comes with Resource <function>:live, got %q", name, dims["Resource"])
+		}
+	}
+	for _, want := range []string{"<Ref CanaryErrorsAlarm>", "<Ref CanaryFailedExecutionsAlarm>", "<Ref CanaryUnavailableAlarm>"} {
+		found := false
+		for _, ref := range dp.Alarms {
+			found = found || str(ref) == want
+		}
+		if !found {
+			t.Errorf("DeploymentPreference does not watch %s", want)
+		}
 	}
 }
 

@@ -375,7 +375,8 @@ func (v *view) output(name string) string {
 
 // alarmNames are the template's alarms, each with a runbook line in
 // docs/deploy.md.
-var alarmNames = []string{"ErrorsAlarm", "FailedExecutionsAlarm", "ThrottlesAlarm", "DurationAlarm", "UnauthorizedAlarm", "UnavailableAlarm"}
+var alarmNames = []string{"ErrorsAlarm", "FailedExecutionsAlarm", "ThrottlesAlarm", "DurationAlarm", "UnauthorizedAlarm", "UnavailableAlarm",
+	"CanaryErrorsAlarm", "CanaryFailedExecutionsAlarm", "CanaryUnavailableAlarm"}
 
 func (v *view) alarm(name string) *cloudwatch.Alarm {
 	a, err := v.tmpl.GetCloudWatchAlarmWithName(name)
@@ -704,7 +705,9 @@ func TestEveryParameterIsWired(t *testing.T) {
 			return fmt.Sprint(deref(v.fn.DeploymentPreference.Type))
 		}, "Canary10Percent5Minutes"},
 		{"EnableXRayTracing", "true", func(v *view) string { return fmt.Sprint(deref(v.fn.Tracing)) }, "Active"},
-		{"FailedExecutionsThreshold", "12", func(v *view) string { return fmt.Sprint(deref(v.alarm("FailedExecutionsAlarm").Threshold)) }, "12"},
+		{"FailedExecutionsThreshold", "12", func(v *view) string {
+			return fmt.Sprint(deref(v.alarm("FailedExecutionsAlarm").Threshold), deref(v.alarm("CanaryFailedExecutionsAlarm").Threshold))
+		}, "12 12"},
 		{"UnauthorizedThreshold", "99", func(v *view) string { return fmt.Sprint(deref(v.alarm("UnauthorizedAlarm").Threshold)) }, "99"},
 		{"PermissionsBoundaryArn", "arn:aws:iam::123456789012:policy/boundary", func(v *view) string {
 			return fmt.Sprint(deref(v.fn.PermissionsBoundary))

@@ -11,7 +11,12 @@
 //	tok-a                         a single token
 //	tok-a,tok-b                   tokens separated by commas or line breaks
 //	{"tokens":["tok-a","tok-b"]}  a JSON object with a "tokens" array
+//	{"tokens":{"server-a":"tok-a","server-b":"tok-b"}}
+//	                              one token per server, by name (Named)
 //	["tok-a","tok-b"]             a JSON array of strings
+//
+// The named form is what `runnerctl token rotate --name` writes: it
+// replaces one server's token and keeps the others'.
 //
 // The set is cached for Options.TTL. A token that is not in a fresh set
 // triggers a refresh, at most once per Options.RefreshInterval, and
@@ -22,10 +27,13 @@
 package secrets
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -272,16 +280,20 @@ func Parse(value string) ([]string, error) {
 	case v == "":
 		return nil, nil
 	case v[0] == '{':
-		var doc struct {
-			Tokens *[]string `json:"tokens"`
+		list, named, err := parseObject(v)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal([]byte(v), &doc); err != nil {
-			return nil, errors.New(`secret value starts with "{" but is not a JSON object of the form {"tokens":["..."]}`)
+		if named == nil {
+			return list, nil
 		}
-		if doc.Tokens == nil {
-			return nil, errors.New(`secret JSON object has no "tokens" array`)
+		// Sorted by name, so that a value always parses the same.
+		names := slices.Sorted(maps.Keys(named))
+		toks := make([]string, 0, len(names))
+		for _, n := range names {
+			toks = append(toks, named[n])
 		}
-		return *doc.Tokens, nil
+		return toks, nil
 	case v[0] == '[':
 		var list []string
 		if err := json.Unmarshal([]byte(v), &list); err != nil {
@@ -292,4 +304,49 @@ func Parse(value string) ([]string, error) {
 	return strings.FieldsFunc(v, func(r rune) bool {
 		return r == ',' || r == '\n' || r == '\r'
 	}), nil
+}
+
+// Named returns the tokens of a secret value in the named form,
+// {"tokens":{"<name>":"<token>",...}}, by name; ok is false for a value in
+// any other form (whose tokens Parse returns). Its errors never quote the
+// value, nor a token; they may name a server.
+func Named(value string) (named map[string]string, ok bool, err error) {
+	v := strings.TrimSpace(value)
+	if v == "" || v[0] != '{' {
+		return nil, false, nil
+	}
+	_, named, err = parseObject(v)
+	if err != nil || named == nil {
+		return nil, false, err
+	}
+	return named, true, nil
+}
+
+// parseObject reads {"tokens": [...]} (list) or {"tokens": {...}} (named).
+func parseObject(v string) (list []string, named map[string]string, err error) {
+	var doc struct {
+		Tokens json.RawMessage `json:"tokens"`
+	}
+	if err := json.Unmarshal([]byte(v), &doc); err != nil {
+		return nil, nil, errors.New(`secret value starts with "{" but is not a JSON object of the form {"tokens":["..."]} or {"tokens":{"<server>":"..."}}`)
+	}
+	raw := bytes.TrimSpace(doc.Tokens)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+		return nil, nil, errors.New(`secret JSON object has no "tokens" array or object`)
+	case raw[0] == '[':
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, nil, errors.New(`secret JSON "tokens" is not an array of strings`)
+		}
+		return list, nil, nil
+	case raw[0] == '{':
+		if err := json.Unmarshal(raw, &named); err != nil {
+			return nil, nil, errors.New(`secret JSON "tokens" is not an object of server names to token strings`)
+		}
+		if named == nil {
+			named = map[string]string{}
+		}
+		return nil, named, nil
+	}
+	return nil, nil, errors.New(`secret JSON "tokens" is neither an array of strings nor an object of server names to tokens`)
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +210,8 @@ func TestValueFormats(t *testing.T) {
 		{"line separated", "tok-a\r\ntok-b\n", []string{"tok-a", "tok-b"}, []string{"tok-a\r\ntok-b"}},
 		{"json object", ` {"tokens": [" tok-a", "tok-b"], "note": "ignored"} `, []string{"tok-a", "tok-b"}, []string{"note", "ignored", "tokens"}},
 		{"json array", `["tok-a","tok-b"]`, []string{"tok-a", "tok-b"}, []string{`["tok-a","tok-b"]`}},
+		{"named json object", ` {"tokens": {"server-a": " tok-a", "server-b": "tok-b"}, "note": "x"} `,
+			[]string{"tok-a", "tok-b"}, []string{"server-a", "server-b", "note", "x", "tokens"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,6 +242,10 @@ func TestBadCurrentValue(t *testing.T) {
 		{"tokens not strings", version{str: `{"tokens": [1, 2]}`}},
 		{"array not strings", version{str: `["hunter2", 3]`}},
 		{"empty tokens", version{str: `{"tokens": []}`}},
+		{"empty named tokens", version{str: `{"tokens": {}}`}},
+		{"named token not a string", version{str: `{"tokens": {"server-a": 1, "b": "hunter2"}}`}},
+		{"tokens a string", version{str: `{"tokens": "hunter2"}`}},
+		{"tokens null", version{str: `{"tokens": null, "t": "hunter2"}`}},
 		{"binary", version{binary: []byte("hunter2")}},
 	}
 	for _, tt := range tests {
@@ -550,4 +558,58 @@ func TestCancelledCallerStillLoads(t *testing.T) {
 	if n := f.refreshes(); n != 1 {
 		t.Fatalf("refreshes = %d", n)
 	}
+}
+
+// Named reads the named form and only it; Parse returns the same tokens.
+func TestNamed(t *testing.T) {
+	tests := []struct {
+		value string
+		want  map[string]string
+		ok    bool
+		err   bool
+	}{
+		{`{"tokens":{"server-a":"tok-a","server-b":"tok-b"}}`, map[string]string{"server-a": "tok-a", "server-b": "tok-b"}, true, false},
+		{` {"tokens":{}} `, map[string]string{}, true, false},
+		{`{"tokens":["tok-a"]}`, nil, false, false},
+		{`["tok-a"]`, nil, false, false},
+		{`tok-a,tok-b`, nil, false, false},
+		{``, nil, false, false},
+		{`{"tokens":{"server-a":["hunter2"]}}`, nil, false, true},
+		{`{"tokens":`, nil, false, true},
+	}
+	for _, tt := range tests {
+		got, ok, err := secrets.Named(tt.value)
+		if (err != nil) != tt.err || ok != tt.ok || !maps.Equal(got, tt.want) {
+			t.Errorf("Named(%q) = %v, %v, %v; want %v, %v, error %v", tt.value, got, ok, err, tt.want, tt.ok, tt.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Named(%q): error %q quotes a token", tt.value, err)
+		}
+		if ok {
+			list, err := secrets.Parse(tt.value)
+			if err != nil || !slices.Equal(slices.Sorted(slices.Values(list)), slices.Sorted(maps.Values(got))) {
+				t.Errorf("Parse(%q) = %v, %v; Named gave %v", tt.value, list, err, got)
+			}
+		}
+	}
+}
+
+// Parse and Named never panic, agree with each other, and never quote the
+// value in an error.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{"tok-a", "tok-a, tok-b\n", `{"tokens":["a","b"]}`, `{"tokens":{"s":"a"}}`, `["a"]`, `{"tokens":{"s":1}}`, `{`, `[`, `{"tokens":null}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		list, perr := secrets.Parse(value)
+		named, ok, nerr := secrets.Named(value)
+		for _, err := range []error{perr, nerr} {
+			if err != nil && len(strings.TrimSpace(value)) > 8 && strings.Contains(err.Error(), strings.TrimSpace(value)) {
+				t.Errorf("error %q quotes the value", err)
+			}
+		}
+		if ok && (perr != nil || len(list) != len(named)) {
+			t.Errorf("Named ok with %d tokens, Parse %d tokens, %v", len(named), len(list), perr)
+		}
+	})
 }

@@ -23,6 +23,10 @@ const (
 	DimStatusCode   = "StatusCode"
 	DimNodeType     = "NodeType"
 	DimCode         = "Code"
+	// DimExecutedVersion is the function version that ran, named as
+	// Lambda's own metrics name it, so that a deployment's canary alarms
+	// judge the new version alone.
+	DimExecutedVersion = "ExecutedVersion"
 
 	MetricExecutions           = "Executions"
 	MetricDuration             = "DurationMs"
@@ -46,6 +50,10 @@ type Metrics struct {
 	Namespace string
 	// FunctionName is the FunctionName dimension's value; "local" if empty.
 	FunctionName string
+	// Version is the function version running (AWS_LAMBDA_FUNCTION_VERSION).
+	// When set, execution and response lines are also counted by
+	// FunctionName, ExecutedVersion and their status.
+	Version string
 	// Now stamps each line; time.Now when nil.
 	Now func() time.Time
 
@@ -94,6 +102,7 @@ var executionMetrics = []emfMetric{
 type executionLine struct {
 	AWS                  emfMeta `json:"_aws"`
 	FunctionName         string  `json:"FunctionName"`
+	ExecutedVersion      string  `json:"ExecutedVersion,omitempty"`
 	Status               string  `json:"Status"`
 	Executions           int64   `json:"Executions"`
 	DurationMs           float64 `json:"DurationMs"`
@@ -122,11 +131,12 @@ type nodeFailureLine struct {
 }
 
 type responseLine struct {
-	AWS          emfMeta `json:"_aws"`
-	FunctionName string  `json:"FunctionName"`
-	StatusCode   string  `json:"StatusCode"`
-	Responses    int64   `json:"Responses"`
-	RequestID    string  `json:"requestId,omitempty"`
+	AWS             emfMeta `json:"_aws"`
+	FunctionName    string  `json:"FunctionName"`
+	ExecutedVersion string  `json:"ExecutedVersion,omitempty"`
+	StatusCode      string  `json:"StatusCode"`
+	Responses       int64   `json:"Responses"`
+	RequestID       string  `json:"requestId,omitempty"`
 }
 
 // OnExecution writes s as EMF lines; ctx supplies the Lambda request id.
@@ -141,10 +151,11 @@ func (m *Metrics) OnExecution(ctx context.Context, s protocol.Summary) {
 		status = "unknown"
 	}
 	l := executionLine{
-		AWS:          m.meta(now, executionMetrics, []string{DimFunctionName, DimStatus}, []string{DimFunctionName}),
-		FunctionName: fn,
-		Status:       string(status),
-		Executions:   1,
+		AWS:             m.meta(now, executionMetrics, m.byVersion([]string{DimFunctionName, DimStatus}, []string{DimFunctionName}, []string{DimFunctionName, DimExecutedVersion, DimStatus})...),
+		FunctionName:    fn,
+		ExecutedVersion: m.Version,
+		Status:          string(status),
+		Executions:      1,
 		// Microsecond resolution: most set-only executions take well
 		// under a millisecond, which a whole number would show as 0.
 		DurationMs:       ms(s.Duration),
@@ -181,11 +192,12 @@ func (m *Metrics) OnExecution(ctx context.Context, s protocol.Summary) {
 // OnResponse hook.
 func (m *Metrics) OnResponse(ctx context.Context, status int) {
 	m.write(responseLine{
-		AWS:          m.meta(m.now(), []emfMetric{{MetricResponses, "Count"}}, []string{DimFunctionName, DimStatusCode}),
-		FunctionName: m.functionName(),
-		StatusCode:   strconv.Itoa(status),
-		Responses:    1,
-		RequestID:    requestID(ctx),
+		AWS:             m.meta(m.now(), []emfMetric{{MetricResponses, "Count"}}, m.byVersion([]string{DimFunctionName, DimStatusCode}, []string{DimFunctionName, DimExecutedVersion, DimStatusCode})...),
+		FunctionName:    m.functionName(),
+		ExecutedVersion: m.Version,
+		StatusCode:      strconv.Itoa(status),
+		Responses:       1,
+		RequestID:       requestID(ctx),
 	})
 }
 
@@ -209,6 +221,15 @@ func (m *Metrics) meta(now time.Time, metrics []emfMetric, dims ...[]string) emf
 		ns = DefaultNamespace
 	}
 	return emfMeta{Timestamp: now.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: dims, Metrics: metrics}}}
+}
+
+// byVersion returns the dimension sets, the last one (by version) only
+// when the version is known.
+func (m *Metrics) byVersion(dims ...[]string) [][]string {
+	if m.Version == "" {
+		return dims[:len(dims)-1]
+	}
+	return dims
 }
 
 func (m *Metrics) now() time.Time {

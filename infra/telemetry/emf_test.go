@@ -175,6 +175,29 @@ func TestMetricsResponses(t *testing.T) {
 	}
 }
 
+// Under Lambda the version that ran is a dimension too, so that canary
+// alarms (template.yaml) judge the new version alone.
+func TestMetricsByVersion(t *testing.T) {
+	var buf bytes.Buffer
+	m := telemetry.NewMetrics(&buf, "fn")
+	m.Version = "7"
+	m.OnExecution(lambdaCtx("r"), protocol.Summary{ExecutionID: "x", Status: "failed"})
+	m.OnResponse(lambdaCtx("r"), 503)
+	lines := parseEMF(t, buf.String())
+	if len(lines) != 2 {
+		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
+	}
+	want := [][][]string{
+		{{"FunctionName", "Status"}, {"FunctionName"}, {"FunctionName", "ExecutedVersion", "Status"}},
+		{{"FunctionName", "StatusCode"}, {"FunctionName", "ExecutedVersion", "StatusCode"}},
+	}
+	for i, l := range lines {
+		if !slices.EqualFunc(l.Dimensions, want[i], slices.Equal) || l.Props["ExecutedVersion"] != "7" {
+			t.Errorf("line %d: dimensions %v, ExecutedVersion %v", i, l.Dimensions, l.Props["ExecutedVersion"])
+		}
+	}
+}
+
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // Concurrent executions (the local server) never interleave their lines.

@@ -26,8 +26,10 @@ func newCheckCmd(env *Env, g *global) *cobra.Command {
 token: authentication before anything else, the capabilities document, refusals
 before acceptance, the NDJSON stream's order and framing, node types, the
 general model role fallback and consent suspension. Checks the runner's
-capabilities make inapplicable are skipped. It exits non-zero if any check
-fails. Its executions run only set and fail nodes; the model and tool nodes of
+capabilities make inapplicable are skipped. It exits 1 if any check fails,
+and 4, running no check, when what answers at the URL is not a runner (its
+GET /v1/capabilities is a 404, an HTML page, not JSON, or JSON without
+protocolVersions) or nothing answers. Its executions run only set and fail nodes; the model and tool nodes of
 the fallback and consent checks are denied or suspended before they run, and
 name endpoints under .invalid.`,
 		Args: cobra.MaximumNArgs(1),
@@ -47,8 +49,14 @@ name endpoints under .invalid.`,
 				if err := enc.Encode(rep); err != nil {
 					return err
 				}
-			} else {
+			} else if rep.Stopped == "" {
 				writeReport(env.Out, rep)
+			}
+			if rep.Stopped != "" && !raw {
+				return exit(ExitUnavailable, fmt.Errorf("%s: no check ran: %s", url, rep.Stopped))
+			}
+			if rep.Stopped != "" {
+				return exit(ExitUnavailable, nil)
 			}
 			if !rep.OK() {
 				return exit(ExitFailed, nil)

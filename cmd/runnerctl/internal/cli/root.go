@@ -130,6 +130,7 @@ variable, since flags show in process listings).`,
 	root.AddCommand(
 		newRunCmd(env, g),
 		newCapsCmd(env, g),
+		newBridgeCmd(env),
 		newCheckCmd(env, g),
 		newGraphCmd(env),
 		newTokenCmd(env),

@@ -86,3 +86,57 @@ func TestRotateUnknownSecret(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// Rotating one server's token keeps every other server's valid, across
+// as many rotations as there are; today's secrets are converted, their
+// tokens kept.
+func TestRotateNamedKeepsTheOtherServers(t *testing.T) {
+	ctx := context.Background()
+	sm := smtest.New(t)
+	sm.Put("runner-tokens", `{"tokens":["tok-legacy"]}`)
+	client := sm.Client()
+	fresh := func() *secrets.Source { return secrets.New(client, secrets.Options{SecretID: "runner-tokens"}) }
+
+	a1, err := rotate.RotateNamed(ctx, client, "runner-tokens", "server-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, err := rotate.RotateNamed(ctx, client, "runner-tokens", "server-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two more rotations of server-a: had a rotation dropped the others'
+	// tokens, server-b's and the legacy one would be gone by now.
+	a2, err := rotate.RotateNamed(ctx, client, "runner-tokens", "server-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a3, err := rotate.RotateNamed(ctx, client, "runner-tokens", "server-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fresh()
+	for tok, want := range map[string]bool{a3.Token: true, a2.Token: true, b1.Token: true, "tok-legacy": true, a1.Token: false} {
+		if got := accepts(t, src, tok); got != want {
+			t.Errorf("token %s… accepted %v, want %v", tok[:6], got, want)
+		}
+	}
+	vs, err := rotate.Show(ctx, client, "runner-tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) == 0 || strings.Join(vs[0].Names, ",") != "server-a,server-b,token-1" || vs[0].Fingerprints[0] != rotate.Fingerprint(a3.Token) {
+		t.Errorf("show: %+v", vs)
+	}
+
+	// Without a name, a secret of named tokens is refused, not replaced.
+	if _, err := rotate.Rotate(ctx, client, "runner-tokens"); !errors.Is(err, rotate.ErrNamed) || !strings.Contains(err.Error(), "server-a, server-b, token-1") {
+		t.Errorf("Rotate of a named secret: %v", err)
+	}
+	if _, err := rotate.RotateNamed(ctx, client, "runner-tokens", "bad name"); err == nil || !strings.Contains(err.Error(), `"bad name"`) {
+		t.Errorf("bad name: %v", err)
+	}
+	if n := sm.Requests("PutSecretValue"); n != 4 {
+		t.Errorf("%d PutSecretValue calls, want 4", n)
+	}
+}
