@@ -244,10 +244,10 @@ func TestDefaultMaxExecutions(t *testing.T) {
 		l    engine.Limits
 		want int
 	}{
-		{"defaults (512 MB, budget a quarter)", engine.Limits{}, 3},
-		{"1 GB, default budget", engine.Limits{MemoryMB: 1024}, 3},
-		{"512 MB, 16 MB budget", engine.Limits{MemoryBudget: 16 << 20}, 24},
-		{"128 MB, 1 MB budget", engine.Limits{MemoryMB: 128, MemoryBudget: 1 << 20}, 99},
+		{"defaults (512 MB, budget a quarter)", engine.Limits{}, 2},
+		{"1 GB, default budget", engine.Limits{MemoryMB: 1024}, 2},
+		{"512 MB, 16 MB budget", engine.Limits{MemoryBudget: 16 << 20}, 16},
+		{"128 MB, 1 MB budget", engine.Limits{MemoryMB: 128, MemoryBudget: 1 << 20}, 66},
 		{"budget over the memory", engine.Limits{MemoryMB: 128, MemoryBudget: 1 << 30}, 1},
 	}
 	for _, tt := range tests {

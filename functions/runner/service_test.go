@@ -114,9 +114,9 @@ func TestRunAdvertisesMaxExecutions(t *testing.T) {
 		vars map[string]string
 		want int
 	}{
-		{map[string]string{"RUNNER_TOKENS": "alpha"}, 3},
+		{map[string]string{"RUNNER_TOKENS": "alpha"}, 2},
 		{map[string]string{"RUNNER_TOKENS": "alpha", "RUNNER_MAX_EXECUTIONS": "40"}, 40},
-		{map[string]string{"RUNNER_TOKENS": "alpha", "RUNNER_MEMORY_MB": "1024", "RUNNER_MEMORY_BUDGET_BYTES": "33554432"}, 24},
+		{map[string]string{"RUNNER_TOKENS": "alpha", "RUNNER_MEMORY_MB": "1024", "RUNNER_MEMORY_BUDGET_BYTES": "33554432"}, 16},
 	}
 	for _, tt := range tests {
 		s := startRun(t, nil, tt.vars)
