@@ -58,6 +58,12 @@ func svcStart(t *testing.T, extra map[string]string) *svcProcess {
 	return p
 }
 
+// svcClient sends "Expect: 100-continue" requests as a client of large
+// bodies should: a refusal before the body is read (401, 503) is then
+// received before any of the body is sent, rather than lost to a reset
+// connection while the body is still being written.
+var svcClient = &http.Client{Transport: &http.Transport{ExpectContinueTimeout: runPatience}}
+
 // post sends an execution and returns the response (the caller closes it).
 func (p *svcProcess) post(ctx context.Context, body string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/v1/executions", strings.NewReader(body))
@@ -65,7 +71,8 @@ func (p *svcProcess) post(ctx context.Context, body string) (*http.Response, err
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
-	return http.DefaultClient.Do(req)
+	req.Header.Set("Expect", "100-continue")
+	return svcClient.Do(req)
 }
 
 // peakRSS is the process's high-water resident set (VmHWM), in bytes.
@@ -218,6 +225,7 @@ func TestServiceAdmissionBoundsMemory(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	svcClient.CloseIdleConnections()
 	accepted, refused := 0, 0
 	for i, o := range outs {
 		switch {
