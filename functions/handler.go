@@ -79,6 +79,13 @@ type Handler struct {
 	// OnResponse, if set, is told the status of every response the handler
 	// refuses with (4xx and 5xx before acceptance), for metrics.
 	OnResponse func(ctx context.Context, status int)
+	// MaxExecutions bounds the executions run at once (0: no bound); the
+	// next is refused with 503 UNAVAILABLE and Retry-After, after its
+	// token is checked and before its body is read. See
+	// DefaultMaxExecutions, Drain and PathHealth (admission.go).
+	MaxExecutions int
+
+	admission admission
 }
 
 // RequestLimit is the largest request body served: MaxRequestBytes, or
@@ -128,12 +135,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// No panic escapes a request: before acceptance it is a 500, after it
 	// the engine has already ended the stream (it recovers its own).
 	defer answerPanic(r.Context(), sw, log)
+	if r.URL.Path == PathHealth {
+		h.serveHealth(w, r)
+		return
+	}
 	if err := h.authenticate(r); err != nil {
 		refuseBody(w, r)
 		if errors.Is(err, tokens.ErrUnavailable) {
 			log.Error("token source unavailable", "err", err)
-			w.Header().Set("Retry-After", "5")
-			writeError(w, protocol.CodeUnavailable, "cannot verify credentials right now; try again")
+			writeUnavailable(w, 5, "cannot verify credentials right now; try again")
 			return
 		}
 		log.Info("unauthorized", "path", r.URL.Path, "reason", err.Error())
@@ -156,6 +166,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, "POST")
 			return
 		}
+		r, done := h.admit(w, r)
+		if r == nil {
+			log.Info("execution refused", "running", h.Running(), "maxExecutions", h.MaxExecutions)
+			return
+		}
+		defer done()
 		h.execute(w, r, log, arrived)
 	default:
 		refuseBody(w, r)

@@ -79,4 +79,9 @@ type Constraints struct {
 	MaxCodeBytes    int   `json:"maxCodeBytes"`
 	MaxCodeMemory   int64 `json:"maxCodeMemoryBytes"`
 	MaxCodeLogBytes int64 `json:"maxCodeLogBytes"`
+	// MaxExecutions is the most executions the runner process runs at
+	// once; the next is refused with 503 UNAVAILABLE and Retry-After. 0:
+	// the runner sets no bound of its own (under Lambda each execution is
+	// an invocation of its own, and the function's concurrency bounds them).
+	MaxExecutions int `json:"maxExecutions"`
 }

@@ -42,6 +42,7 @@ var testCapabilities = Capabilities{
 		MaxCodeBytes:           65536,
 		MaxCodeMemory:          67108864,
 		MaxCodeLogBytes:        65536,
+		MaxExecutions:          3,
 	},
 }
 
@@ -57,7 +58,7 @@ func TestCapabilitiesBytes(t *testing.T) {
 		`"maxConcurrency":8,"maxMapItems":1000,"maxChildDepth":4,"maxDepth":128,"maxSchemaDepth":32,"maxSchemaBytes":65536,"maxExpressions":20000,"maxEventBytes":262144,` +
 		`"maxStreamBytes":20971520,"maxBufferedStreamBytes":6225920,` +
 		`"maxOutputBytes":1048576,"memoryBudgetBytes":536870912,"maxExprSteps":10000000,"maxExprMemoryBytes":16777216,"maxFanOutInvocations":0,` +
-		`"maxCodeBytes":65536,"maxCodeMemoryBytes":67108864,"maxCodeLogBytes":65536}}`
+		`"maxCodeBytes":65536,"maxCodeMemoryBytes":67108864,"maxCodeLogBytes":65536,"maxExecutions":3}}`
 	if got := marshal(t, testCapabilities); got != want {
 		t.Errorf("capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
 	}
@@ -85,7 +86,7 @@ func TestCapabilitiesKeys(t *testing.T) {
 		{"constraints", member(t, doc, "constraints"), []string{
 			"maxDurationMs", "memoryMb", "maxRequestBytes", "maxNodes", "maxConcurrency",
 			"maxMapItems", "maxChildDepth", "maxDepth", "maxSchemaDepth", "maxSchemaBytes", "maxExpressions", "maxEventBytes", "maxStreamBytes", "maxBufferedStreamBytes", "maxOutputBytes", "memoryBudgetBytes",
-			"maxExprSteps", "maxExprMemoryBytes", "maxFanOutInvocations", "maxCodeBytes", "maxCodeMemoryBytes", "maxCodeLogBytes",
+			"maxExprSteps", "maxExprMemoryBytes", "maxFanOutInvocations", "maxCodeBytes", "maxCodeMemoryBytes", "maxCodeLogBytes", "maxExecutions",
 		}},
 	}
 	for _, tt := range tests {
@@ -106,7 +107,7 @@ func TestCapabilitiesZeroValue(t *testing.T) {
 		`"streaming":{"contentType":""},` +
 		`"constraints":{"maxDurationMs":0,"memoryMb":0,"maxRequestBytes":0,"maxNodes":0,"maxConcurrency":0,` +
 		`"maxMapItems":0,"maxChildDepth":0,"maxDepth":0,"maxSchemaDepth":0,"maxSchemaBytes":0,"maxExpressions":0,"maxEventBytes":0,"maxStreamBytes":0,"maxBufferedStreamBytes":0,"maxOutputBytes":0,"memoryBudgetBytes":0,"maxExprSteps":0,"maxExprMemoryBytes":0,"maxFanOutInvocations":0,` +
-		`"maxCodeBytes":0,"maxCodeMemoryBytes":0,"maxCodeLogBytes":0}}`
+		`"maxCodeBytes":0,"maxCodeMemoryBytes":0,"maxCodeLogBytes":0,"maxExecutions":0}}`
 	if got := marshal(t, Capabilities{}); got != want {
 		t.Errorf("zero capabilities bytes mismatch\n got: %s\nwant: %s", got, want)
 	}

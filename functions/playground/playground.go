@@ -56,7 +56,16 @@ func URL(base, token string) string {
 // 127.0.0.1, [::1]) and, when a browser says where it comes from, come
 // from the same origin (http.CrossOriginProtection): a refused request
 // gets 403 and a JSON error body with code FORBIDDEN.
-func New(api http.Handler) http.Handler {
+func New(api http.Handler) http.Handler { return NewNamed(api, nil) }
+
+// NewNamed is New with the API answering the Host names apiHost accepts
+// (nil: the loopback's only, as New): a server with real tokens serves its
+// API under the names it is reached by (AllowHosts), the page still only
+// under the loopback's. The cross-origin check applies to both.
+func NewNamed(api http.Handler, apiHost func(host string) bool) http.Handler {
+	if apiHost == nil {
+		apiHost = loopback
+	}
 	page := pageHandler()
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Not an http.ServeMux: it would redirect the API's "//v1/…",
@@ -76,23 +85,68 @@ func New(api http.Handler) http.Handler {
 	}))
 	guarded := cop.Handler(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
+		host := hostName(r.Host)
+		switch {
+		case isPage(r.URL.Path) && !loopback(host):
 			forbid(w, "this server answers only to localhost, 127.0.0.1 and [::1]")
+			return
+		case !apiHost(host):
+			forbid(w, "this server does not answer to this Host name (RUNNER_ALLOWED_HOSTS lists the names it answers to)")
 			return
 		}
 		guarded.ServeHTTP(w, r)
 	})
 }
 
-// loopbackHost reports whether a Host header names the loopback.
-func loopbackHost(host string) bool {
+// isPage reports whether a request's path is the page's.
+func isPage(p string) bool {
+	return p == strings.TrimSuffix(Path, "/") || strings.HasPrefix(p, Path)
+}
+
+// AllowHosts returns the Host check of a local server's API. patterns are
+// RUNNER_ALLOWED_HOSTS as infra/config returns them (lower case): a name or
+// IP address matches itself, "*.example.com" every name under
+// example.com, "*" every name. dev adds the loopback's names. With no
+// pattern, a dev server answers only to the loopback's names and any other
+// to every name: a server with real tokens is reached by whatever name its
+// clients use (a compose service, a load balancer), and a request without
+// one of its tokens is refused anyway.
+func AllowHosts(patterns []string, dev bool) func(host string) bool {
+	if len(patterns) == 0 {
+		if dev {
+			return loopback
+		}
+		return func(string) bool { return true }
+	}
+	return func(host string) bool {
+		if dev && loopback(host) {
+			return true
+		}
+		for _, p := range patterns {
+			if p == "*" || p == host {
+				return true
+			}
+			if suffix, ok := strings.CutPrefix(p, "*"); ok && len(host) > len(suffix) && strings.HasSuffix(host, suffix) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// hostName is a Host header's name: the port, an IPv6 address's brackets
+// and a final dot removed, in lower case.
+func hostName(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	} else {
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	}
-	return slices.Contains(allowedHosts, strings.ToLower(host))
+	return strings.ToLower(strings.TrimSuffix(host, "."))
 }
+
+// loopback reports whether a Host's name (hostName) names the loopback.
+func loopback(host string) bool { return slices.Contains(allowedHosts, host) }
 
 func forbid(w http.ResponseWriter, msg string) {
 	w.Header().Set("Content-Type", "application/json")

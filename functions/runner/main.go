@@ -73,6 +73,9 @@ func stopOnSignal(stop context.CancelFunc) {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 	<-c
+	// A second signal has its default action: a local server draining
+	// its executions (serveLocal) can be stopped at once.
+	signal.Stop(c)
 	stop()
 }
 
@@ -105,6 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	cfg.Dev = *dev
 	if getenv("GOMEMLIMIT") == "" {
 		// Leave a tenth of the function's memory to the runtime and the
 		// stack; the GC works harder before Lambda would kill us.
@@ -121,14 +125,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// the function: collect less often until it nears (docs/deploy.md).
 		debug.SetGCPercent(gcPercent)
 	}
+	logger := newLogger(cfg, *dev, stderr)
 	if *check {
+		// What starting would build and refuse: the model table, the
+		// egress rules and the code nodes' worker.
 		if _, err := services(ctx, cfg, nil); err != nil {
+			return err
+		}
+		if _, err := codeRunner(cfg, limits(cfg), logger); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "configuration ok")
 		return nil
 	}
-	logger := newLogger(cfg, *dev, stderr)
 
 	var devToken string
 	if *dev && len(cfg.Tokens) == 0 && cfg.TokenSecretID == "" {
@@ -155,7 +164,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serveLambda(ctx, served(h, tr), h.Engine, cfg, logger, tr)
 	}
 	watchSignals()
-	err = serveLocal(ctx, served(h, tr), cfg, devToken, stdout, logger)
+	err = serveLocal(ctx, h, served(h, tr), cfg, devToken, stdout, logger)
 	// The goodbyes to MCP servers of executions that have finished run
 	// after their streams end, each bounded by the close reserve: let them
 	// finish before the process exits.
@@ -196,15 +205,40 @@ func tokenSource(cfg config.Config) (functions.TokenSource, error) {
 	return nil, errors.New("no bearer tokens: set RUNNER_TOKEN_SECRET_ID (Secrets Manager) or RUNNER_TOKENS, or run with -dev for a generated token")
 }
 
-func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken string, stdout io.Writer, logger *slog.Logger) error {
+// defaultDrain is how long a local server stopped by a signal waits for
+// its executions before cancelling them (RUNNER_DRAIN_SECONDS): within
+// the 30 seconds an orchestrator commonly grants (Kubernetes'
+// terminationGracePeriodSeconds, ECS's stopTimeout), the cancelled ones'
+// terminal events included.
+const defaultDrain = 25 * time.Second
+
+// shutdownGrace bounds the end of a shutdown once the executions have
+// ended: cancelled executions writing their terminal events, and the
+// server closing its connections.
+const shutdownGrace = 5 * time.Second
+
+// serveLocal serves h, api's handler as served, on cfg.Addr until ctx
+// ends, then drains: api admits no new execution (503, and 503 at the
+// readiness route), the running ones have cfg.DrainTimeout to end before
+// they are cancelled, each ending with its terminal event; then the
+// server closes.
+func serveLocal(ctx context.Context, api *functions.Handler, h http.Handler, cfg config.Config, devToken string, stdout io.Writer, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
+	// The playground page beside the API, for both a Host allowlist and
+	// cross-origin protection (docs/playground.md); the readiness route
+	// answers whatever the Host, as probes name the server by address.
+	guarded := playground.NewNamed(h, playground.AllowHosts(cfg.AllowedHosts, cfg.Dev))
 	srv := &http.Server{
-		// The playground page beside the API, and for both a Host
-		// allowlist and cross-origin protection (docs/playground.md).
-		Handler:           playground.New(h),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == functions.PathHealth {
+				h.ServeHTTP(w, r)
+				return
+			}
+			guarded.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: streams last as long as their execution.
 		IdleTimeout: 2 * time.Minute,
@@ -226,7 +260,7 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 	}
 	// Without a dev token (RUNNER_TOKENS, a secret) the page is still
 	// there, and asks for a token: its address, never a token, is logged.
-	logger.Info("listening", "addr", base, "playground", pageBase(ln.Addr())+playground.Path, "version", version)
+	logger.Info("listening", "addr", base, "playground", pageBase(ln.Addr())+playground.Path, "version", version, "maxExecutions", api.MaxExecutions)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -234,9 +268,20 @@ func serveLocal(ctx context.Context, h http.Handler, cfg config.Config, devToken
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	drain := cfg.DrainTimeout
+	if drain <= 0 {
+		drain = defaultDrain
+	}
+	logger.Info("shutting down", "running", api.Running(), "drainSeconds", drain.Seconds())
+	drainCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	logger.Info("shutting down")
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), drain+shutdownGrace)
+	defer cancelStop()
+	if err := api.Drain(drainCtx, stopCtx); err != nil {
+		logger.Warn("drain", "err", err)
+	}
+	shutdown, cancelShutdown := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancelShutdown()
 	return srv.Shutdown(shutdown)
 }
 

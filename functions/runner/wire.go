@@ -23,14 +23,10 @@ import (
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// newHandler builds the engine and the handler from the configuration.
-// Under Lambda, per-execution metrics go to stdout as CloudWatch Embedded
-// Metric Format lines (the function's log stream, where CloudWatch extracts
-// them); a local server writes none. tr, when not nil, traces executions
-// and propagates their trace context to every outbound request.
-func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger, stdout io.Writer, tr *telemetry.Tracing) (*functions.Handler, error) {
-	// Zero fields (unset variables) are the engine's defaults.
-	limits := engine.Limits{
+// limits are the engine's limits from the configuration; zero fields
+// (unset variables) are the engine's defaults.
+func limits(cfg config.Config) engine.Limits {
+	return engine.Limits{
 		MaxNodes:        cfg.MaxNodes,
 		MaxConcurrency:  cfg.MaxConcurrency,
 		MaxMapItems:     cfg.MaxMapItems,
@@ -53,6 +49,29 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 
 		MaxFanOutInvocations: cfg.MaxFanOutInvocations,
 	}
+}
+
+// codeRunner is the code nodes' sandbox (codePool). A missing worker stops
+// the runner, except under -dev (go run ./functions/runner -dev, where no
+// worker was built): there it is said once, as a warning, and the runner
+// starts without code nodes, which its capabilities then leave out (a
+// code node is a 400 naming the node).
+func codeRunner(cfg config.Config, l engine.Limits, logger *slog.Logger) (engine.CodeRunner, error) {
+	code, err := codePool(cfg, l.WithDefaults())
+	if err != nil && cfg.Dev {
+		logger.Warn("code nodes are off: no sandbox worker (make run builds one)", "err", err)
+		return nil, nil
+	}
+	return code, err
+}
+
+// newHandler builds the engine and the handler from the configuration.
+// Under Lambda, per-execution metrics go to stdout as CloudWatch Embedded
+// Metric Format lines (the function's log stream, where CloudWatch extracts
+// them); a local server writes none. tr, when not nil, traces executions
+// and propagates their trace context to every outbound request.
+func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSource, logger *slog.Logger, stdout io.Writer, tr *telemetry.Tracing) (*functions.Handler, error) {
+	limits := limits(cfg)
 	eng := engine.New(limits)
 	eng.Logger = logger
 	var wrap func(http.RoundTripper) http.RoundTripper
@@ -65,7 +84,7 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		return nil, err
 	}
 	eng.Services = svc
-	if eng.Services.Code, err = codePool(cfg, eng.Limits.WithDefaults()); err != nil {
+	if eng.Services.Code, err = codeRunner(cfg, eng.Limits, logger); err != nil {
 		return nil, err
 	}
 	h := &functions.Handler{
@@ -76,6 +95,14 @@ func newHandler(ctx context.Context, cfg config.Config, src functions.TokenSourc
 		MaxStreamBytes:         cfg.MaxStreamBytes,
 		MaxBufferedStreamBytes: cfg.MaxBufferedStreamBytes,
 		Logger:                 logger,
+	}
+	if !cfg.Lambda {
+		// Under Lambda each execution is an invocation in an instance
+		// of its own: the function's concurrency bounds them.
+		h.MaxExecutions = cfg.MaxExecutions
+		if h.MaxExecutions == 0 {
+			h.MaxExecutions = functions.DefaultMaxExecutions(limits)
+		}
 	}
 	h.Capabilities = capabilities(eng, h)
 	if cfg.Lambda {
@@ -146,6 +173,7 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 			MaxCodeBytes:           l.MaxCodeBytes,
 			MaxCodeMemory:          l.MaxCodeMemory,
 			MaxCodeLogBytes:        l.MaxCodeLogBytes,
+			MaxExecutions:          h.MaxExecutions,
 		},
 	}
 }

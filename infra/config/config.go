@@ -42,6 +42,23 @@ type Config struct {
 	// CodeWorker (RUNNER_CODE_WORKER) is the path of the code nodes'
 	// worker executable; "" means codeworker beside the runner's own.
 	CodeWorker string
+	// Dev is the runner's -dev flag (set by its main, not read from the
+	// environment): a generated token, text logs, the API answering only
+	// to the loopback's names unless AllowedHosts says more, and no code
+	// node rather than no start when the code nodes' worker is missing.
+	Dev bool
+	// AllowedHosts (RUNNER_ALLOWED_HOSTS) are the Host names the local
+	// server's API answers to, lower case: names, IP addresses (IPv6
+	// without brackets), "*.suffix" patterns, or "*" for any. Empty: any
+	// name, but only the loopback's under -dev.
+	AllowedHosts []string
+	// MaxExecutions (RUNNER_MAX_EXECUTIONS) bounds the executions a local
+	// server runs at once (0: functions.DefaultMaxExecutions).
+	MaxExecutions int
+	// DrainTimeout (RUNNER_DRAIN_SECONDS) is how long a local server
+	// stopped by a signal waits for its executions before cancelling them
+	// (0: the runner's default).
+	DrainTimeout time.Duration
 
 	MemoryMB        int           // AWS_LAMBDA_FUNCTION_MEMORY_SIZE, else RUNNER_MEMORY_MB (0: engine.DefaultMemoryMB)
 	Timeout         time.Duration // RUNNER_TIMEOUT_SECONDS: the function's configured timeout (0: engine.DefaultMaxDuration)
@@ -140,6 +157,8 @@ func Load(getenv func(string) string) (Config, error) {
 		Tokens:                 splitList(getenv("RUNNER_TOKENS")),
 		TokenSecretID:          strings.TrimSpace(getenv("RUNNER_TOKEN_SECRET_ID")),
 		CodeWorker:             strings.TrimSpace(getenv("RUNNER_CODE_WORKER")),
+		MaxExecutions:          r.int("RUNNER_MAX_EXECUTIONS", 1, 100_000),
+		DrainTimeout:           time.Duration(r.int("RUNNER_DRAIN_SECONDS", 1, 86400)) * time.Second,
 		TokenCacheTTL:          r.duration("RUNNER_TOKEN_CACHE_TTL"),
 		TokenRefreshGap:        r.duration("RUNNER_TOKEN_REFRESH_INTERVAL"),
 		LogLevel:               r.level("RUNNER_LOG_LEVEL"),
@@ -192,6 +211,14 @@ func Load(getenv func(string) string) (Config, error) {
 		if err := json.Unmarshal([]byte(raw), &c.Models); err != nil {
 			r.errs = append(r.errs, fmt.Errorf("RUNNER_MODELS: must be a JSON array of {role, provider, model, ...}: %v", err))
 		}
+	}
+	for _, h := range splitList(getenv("RUNNER_ALLOWED_HOSTS")) {
+		p, err := hostPattern(h)
+		if err != nil {
+			r.errs = append(r.errs, fmt.Errorf("RUNNER_ALLOWED_HOSTS: %w", err))
+			continue
+		}
+		c.AllowedHosts = append(c.AllowedHosts, p)
 	}
 	for _, s := range splitList(getenv("RUNNER_HTTP_ALLOW_CIDRS")) {
 		p, err := netip.ParsePrefix(s)
@@ -322,6 +349,42 @@ func (r *reader) level(name string) slog.Level {
 		return slog.LevelInfo
 	}
 	return l
+}
+
+// hostPattern checks one entry of RUNNER_ALLOWED_HOSTS and returns it in
+// lower case, an IPv6 address without its brackets.
+func hostPattern(s string) (string, error) {
+	s = strings.ToLower(s)
+	if s == "*" {
+		return s, nil
+	}
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil && a.Zone() == "" {
+		return a.String(), nil
+	}
+	name := strings.TrimPrefix(s, "*.")
+	if !hostName(name) {
+		return "", fmt.Errorf("%q is not a host name, an IP address, a *.suffix pattern or * (no scheme, port or path)", s)
+	}
+	return s, nil
+}
+
+// hostName reports whether s is a DNS name: dot-separated labels of
+// letters, digits, '-' and '_', none empty or longer than 63 bytes.
+func hostName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(l) {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func splitList(s string) []string {

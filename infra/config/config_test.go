@@ -92,6 +92,12 @@ func TestLoadValues(t *testing.T) {
 		{"models", env{"RUNNER_MODELS": `[{"role":"general","provider":"openai","model":"m","baseUrl":"http://127.0.0.1:1"}]`}, func(c Config) bool {
 			return reflect.DeepEqual(c.Models, []protocol.Model{{Role: "general", Provider: "openai", Model: "m", BaseURL: "http://127.0.0.1:1"}})
 		}},
+		{"allowed hosts", env{"RUNNER_ALLOWED_HOSTS": " Runner.Internal , *.svc.cluster.local,10.0.0.7, [FD00::1], *,runner_1"}, func(c Config) bool {
+			return reflect.DeepEqual(c.AllowedHosts, []string{"runner.internal", "*.svc.cluster.local", "10.0.0.7", "fd00::1", "*", "runner_1"})
+		}},
+		{"admission", env{"RUNNER_MAX_EXECUTIONS": "12", "RUNNER_DRAIN_SECONDS": "40"}, func(c Config) bool {
+			return c.MaxExecutions == 12 && c.DrainTimeout == 40*time.Second
+		}},
 		{"http", env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8, fd00::/8", "RUNNER_HTTP_MAX_RESPONSE_BYTES": "10", "RUNNER_HTTP_TIMEOUT_MS": "250"}, func(c Config) bool {
 			return reflect.DeepEqual(c.HTTPAllowPrefixes, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}) &&
 				c.HTTPMaxResponseBytes == 10 && c.HTTPTimeout == 250*time.Millisecond
@@ -146,6 +152,15 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{env{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "udp"}, []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}},
 		{env{"RUNNER_MODELS": `{"role":"general"}`}, []string{"RUNNER_MODELS"}},
 		{env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8,intranet"}, []string{"RUNNER_HTTP_ALLOW_CIDRS", `"intranet"`}},
+		{env{"RUNNER_ALLOWED_HOSTS": "runner.internal:8080"}, []string{"RUNNER_ALLOWED_HOSTS", `"runner.internal:8080"`, "no scheme, port or path"}},
+		{env{"RUNNER_ALLOWED_HOSTS": "http://runner"}, []string{"RUNNER_ALLOWED_HOSTS", `"http://runner"`}},
+		{env{"RUNNER_ALLOWED_HOSTS": "a..b"}, []string{"RUNNER_ALLOWED_HOSTS", `"a..b"`}},
+		{env{"RUNNER_ALLOWED_HOSTS": "*runner"}, []string{"RUNNER_ALLOWED_HOSTS", `"*runner"`}},
+		{env{"RUNNER_ALLOWED_HOSTS": "*.*.x"}, []string{"RUNNER_ALLOWED_HOSTS", `"*.*.x"`}},
+		{env{"RUNNER_ALLOWED_HOSTS": "-x.example"}, []string{"RUNNER_ALLOWED_HOSTS"}},
+		{env{"RUNNER_ALLOWED_HOSTS": "fe80::1%eth0"}, []string{"RUNNER_ALLOWED_HOSTS"}},
+		{env{"RUNNER_MAX_EXECUTIONS": "0"}, []string{"RUNNER_MAX_EXECUTIONS"}},
+		{env{"RUNNER_DRAIN_SECONDS": "1m"}, []string{"RUNNER_DRAIN_SECONDS"}},
 		{env{"RUNNER_HTTP_MAX_RESPONSE_BYTES": "0"}, []string{"RUNNER_HTTP_MAX_RESPONSE_BYTES"}},
 		{env{"RUNNER_HTTP_TIMEOUT_MS": "1m"}, []string{"RUNNER_HTTP_TIMEOUT_MS"}},
 		// Every problem at once, not the first only.
