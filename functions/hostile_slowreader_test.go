@@ -1,0 +1,155 @@
+package functions_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/functions"
+	"github.com/runnerd/lambda-runner/infra/tokens"
+	"github.com/runnerd/lambda-runner/protocol"
+)
+
+// TestHostileSlowReader: a client that stops reading cannot keep its
+// execution alive past the deadline (issue 45, class 3: 3,000 traced set
+// nodes and a client pausing 12 s ended at +12 s with a 4.5 s deadline).
+// Over loopback TCP, with a small receive buffer, the client reads the
+// head of the stream and then nothing until well after the end: the
+// execution must be over by its end (deadline + reserve, with 0.5 s of
+// slack), when the server gives the connection up, and what the client
+// finds afterwards must hold few node events stamped after the deadline.
+func TestHostileSlowReader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits several seconds")
+	}
+	const (
+		maxDuration = 2 * time.Second
+		reserve     = 500 * time.Millisecond
+		pause       = maxDuration + 2*time.Second
+		slack       = 500 * time.Millisecond
+	)
+	for _, tt := range []struct {
+		name   string
+		nodes  int
+		size   int // bytes of the value each node passes on
+		markup bool
+	}{
+		{"3000 traced set nodes", 3000, 2048, false},
+		{"1000 traced set nodes passing markup", 1000, 4096, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := engine.DefaultLimits()
+			lim.MaxDuration, lim.Reserve = maxDuration, reserve
+			var start atomic.Int64
+			var finished atomic.Int64 // when the execution was over, since start
+			h := &functions.Handler{
+				Tokens:         tokens.Static{Set: tokens.NewSet(goodToken)},
+				Engine:         engine.New(lim),
+				MaxStreamBytes: 1 << 30,
+				OnExecution: func(context.Context, protocol.Summary) {
+					finished.Store(time.Now().UnixNano() - start.Load())
+				},
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+
+			conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+			body := slowReaderBody(tt.nodes, tt.size, tt.markup)
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+protocol.PathExecutions, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+goodToken)
+			req.Header.Set("Content-Type", protocol.ContentTypeJSON)
+			start.Store(time.Now().UnixNano())
+			if err := req.Write(conn); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReaderSize(conn, 4096)
+			res, err := http.ReadResponse(br, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			lines := bufio.NewReader(res.Body)
+			first, err := lines.ReadString('\n')
+			if err != nil || !strings.Contains(first, `"accepted"`) {
+				t.Fatalf("first line %q, %v", first, err)
+			}
+
+			// The client stops reading.
+			time.Sleep(pause)
+			over := time.Duration(finished.Load())
+			if over == 0 || over > maxDuration+slack {
+				t.Errorf("execution over at %v (0: not yet, %v after the start), want by its end %v + %v", over, pause, maxDuration, slack)
+			}
+
+			// It reads again: what was buffered, then the end.
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			startAt := time.Unix(0, start.Load())
+			deadline := startAt.Add(maxDuration - reserve)
+			late, events, terminal := 0, 0, ""
+			for {
+				line, err := lines.ReadString('\n')
+				if err != nil {
+					if ne, ok := err.(net.Error); ok && ne.Timeout() {
+						t.Errorf("the connection was still open %v after the end", pause+5*time.Second-maxDuration)
+					}
+					break
+				}
+				var e struct{ Type, At string }
+				if json.Unmarshal([]byte(line), &e) != nil {
+					continue
+				}
+				events++
+				at, _ := time.Parse(time.RFC3339Nano, e.At)
+				switch e.Type {
+				case "result", "error":
+					terminal = e.Type
+					if at.After(startAt.Add(maxDuration)) {
+						t.Errorf("terminal event at +%v, after the end", at.Sub(startAt))
+					}
+				default:
+					if at.After(deadline) {
+						late++
+					}
+				}
+			}
+			// Past the deadline no Emit waits: what is written then is
+			// what the nodes under way when it came report.
+			if late > 32 {
+				t.Errorf("%d node events after the deadline, want at most 32", late)
+			}
+			t.Logf("over at %v; the client then read %d events, %d after the deadline, terminal %q", over, events, late, terminal)
+		})
+	}
+}
+
+// slowReaderBody is a chain of n traced set nodes, each passing on a
+// string of size bytes (of '<' when markup, which JSON escapes sixfold).
+func slowReaderBody(n, size int, markup bool) string {
+	c := "x"
+	if markup {
+		c = "<"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"version":1,"trace":true,"workflow":{"nodes":[{"id":"n0","type":"set","with":{"value":%q}}`, strings.Repeat(c, size))
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, `,{"id":"n%d","type":"set","needs":["n%d"],"with":{"value":"${{ nodes.n%d.output }}"}}`, i, i-1, i-1)
+	}
+	fmt.Fprintf(&b, `],"output":"${{ nodes.n%d.output }}"}}`, n-1)
+	return b.String()
+}
