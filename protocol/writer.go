@@ -104,10 +104,13 @@ type StreamOptions struct {
 	MaxBuffered int
 	// Deadline, when not zero, is when the stream must have ended: the
 	// execution's deadline plus the room reserved for its terminal event.
-	// Finish returns by then, the terminal event out or not, so that a
-	// client that stops reading cannot hold the execution past it; the
-	// caller closes the connection then (the local server sets it as the
-	// connection's write deadline). The Writer's context should end at the
+	// Finish stops waiting for the Writer's goroutine then, the terminal
+	// event out or not, so that a client that stops reading cannot hold
+	// the execution past it. A write already under way, or the one Finish
+	// makes itself when that goroutine is idle, is the transport's to end:
+	// where it can, the caller sets its write deadline to the same time
+	// instead (the local server); behind the Lambda adapters the
+	// invocation ends then. The Writer's context should end at the
 	// execution's deadline, so that no Emit waits past it either.
 	Deadline time.Time
 }

@@ -198,13 +198,14 @@ func Load(getenv func(string) string) (Config, error) {
 			r.errs = append(r.errs, fmt.Errorf("RUNNER_MODELS: must be a JSON array of {role, provider, model, ...}: %v", err))
 		}
 	}
-	for _, s := range splitList(getenv("RUNNER_MODEL_ENDPOINTS")) {
+	for i, s := range splitList(getenv("RUNNER_MODEL_ENDPOINTS")) {
 		// An origin, nothing more: the credentials go to a host, whatever
 		// path a request adds.
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			r.errs = append(r.errs, fmt.Errorf("RUNNER_MODEL_ENDPOINTS: %q is not an origin such as https://vpce-0123.bedrock-runtime.us-east-1.vpce.amazonaws.com", s))
+			// Not quoted: it may hold user information.
+			r.errs = append(r.errs, fmt.Errorf("RUNNER_MODEL_ENDPOINTS: entry %d is not an origin such as https://vpce-0123.bedrock-runtime.us-east-1.vpce.amazonaws.com (scheme and host only)", i+1))
 			continue
 		}
 		c.ModelEndpoints = append(c.ModelEndpoints, s)

@@ -92,6 +92,9 @@ func TestLoadValues(t *testing.T) {
 		{"models", env{"RUNNER_MODELS": `[{"role":"general","provider":"openai","model":"m","baseUrl":"http://127.0.0.1:1"}]`}, func(c Config) bool {
 			return reflect.DeepEqual(c.Models, []protocol.Model{{Role: "general", Provider: "openai", Model: "m", BaseURL: "http://127.0.0.1:1"}})
 		}},
+		{"model endpoints", env{"RUNNER_MODEL_ENDPOINTS": "https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com, http://10.0.0.5:8080/"}, func(c Config) bool {
+			return reflect.DeepEqual(c.ModelEndpoints, []string{"https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com", "http://10.0.0.5:8080/"})
+		}},
 		{"http", env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8, fd00::/8", "RUNNER_HTTP_MAX_RESPONSE_BYTES": "10", "RUNNER_HTTP_TIMEOUT_MS": "250"}, func(c Config) bool {
 			return reflect.DeepEqual(c.HTTPAllowPrefixes, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}) &&
 				c.HTTPMaxResponseBytes == 10 && c.HTTPTimeout == 250*time.Millisecond
@@ -146,6 +149,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{env{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "udp"}, []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}},
 		{env{"RUNNER_MODELS": `{"role":"general"}`}, []string{"RUNNER_MODELS"}},
 		{env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8,intranet"}, []string{"RUNNER_HTTP_ALLOW_CIDRS", `"intranet"`}},
+		{env{"RUNNER_MODEL_ENDPOINTS": "https://gw.example.com/v1"}, []string{"RUNNER_MODEL_ENDPOINTS", "not an origin"}},
+		{env{"RUNNER_MODEL_ENDPOINTS": "https://u@gw.example.com"}, []string{"RUNNER_MODEL_ENDPOINTS", "not an origin"}},
+		{env{"RUNNER_MODEL_ENDPOINTS": "gw.example.com"}, []string{"RUNNER_MODEL_ENDPOINTS", "not an origin"}},
 		{env{"RUNNER_HTTP_MAX_RESPONSE_BYTES": "0"}, []string{"RUNNER_HTTP_MAX_RESPONSE_BYTES"}},
 		{env{"RUNNER_HTTP_TIMEOUT_MS": "1m"}, []string{"RUNNER_HTTP_TIMEOUT_MS"}},
 		// Every problem at once, not the first only.

@@ -45,7 +45,7 @@ func naiveRedact(values []string, s string) string {
 			for start > 0 && covered[start-1] {
 				start--
 			}
-			for j := i + 1; j < encodedRun(s, span{start, i + 1}); j++ {
+			for j, end := i+1, encodedRun(s, span{start, i + 1}); j < end; j++ {
 				covered[j] = true
 			}
 		}

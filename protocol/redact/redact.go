@@ -133,7 +133,13 @@ func (r *Redactor) spans(s string) []span {
 		return spans
 	}
 	for i := range spans {
-		spans[i].end = encodedRun(s, spans[i])
+		// Up to the next span at most, which goes on from its own end:
+		// each byte is looked at once, however many spans one run holds.
+		limit := len(s)
+		if i+1 < len(spans) {
+			limit = spans[i+1].start
+		}
+		spans[i].end = encodedRun(s[:limit], spans[i])
 	}
 	return mergeSpans(spans)
 }
