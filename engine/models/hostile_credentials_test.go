@@ -219,12 +219,27 @@ func TestEndpointOrigin(t *testing.T) {
 		{"ftp://gw.example.com/", "", false},
 		{"gw.example.com", "", false},
 		{"https:gw.example.com", "", false},
+		{"https://gw.example.com.:443", "https://gw.example.com.:443", true}, // not gw.example.com's: fails closed
 		{"", "", false},
 	}
 	for _, tt := range tests {
 		got, ok := endpointOrigin(tt.in)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("endpointOrigin(%q) = %q, %v, want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestIsRegion: a region becomes part of AWS's endpoint host, which is
+// sent the IAM role's credentials; only a region's form may.
+func TestIsRegion(t *testing.T) {
+	for in, want := range map[string]bool{
+		"us-east-1": true, "us-gov-west-1": true, "eu-isoe-west-1": true, "eusc-de-east-1": true, "ap-southeast-7": true,
+		"s3": false, "x.s3": false, "us-east-1.evil.example": false, "us-east-1/": false, "US-EAST-1": false,
+		"us-east-1-fips": false, "us-east-": false, "-us-east-1": false, "us--1": false, "u-east-1": false, "us-east-1#": false,
+	} {
+		if got := isRegion(in); got != want {
+			t.Errorf("isRegion(%q) = %v, want %v", in, got, want)
 		}
 	}
 }
