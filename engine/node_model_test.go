@@ -458,6 +458,14 @@ func TestModelNodePrepare(t *testing.T) {
 			"workflow.nodes[0].with.role", []string{"the runner's model table", "it is empty"}},
 		{"invalid runtime.models", `{"role":"writer","prompt":"x"}`, `[{"role":"writer","provider":"watson","model":"m"}]`,
 			"runtime.models[0].provider", []string{`unknown provider "watson"`}},
+		// Credentials stay home: the runner's AWS role is not sent to an
+		// endpoint the request names, nor may a region name another host.
+		{"bedrock baseUrl without apiKey", `{"role":"writer","prompt":"x"}`, `[{"role":"writer","provider":"bedrock","model":"m","baseUrl":"https://gw.example.com"}]`,
+			"runtime.models[0].apiKey", []string{"is required for a bedrock entry with a baseUrl", "RUNNER_MODEL_ENDPOINTS"}},
+		{"bedrock baseUrl with userinfo, no apiKey", `{"role":"writer","prompt":"x"}`, `[{"role":"writer","provider":"bedrock","model":"m","baseUrl":"https://u:p@gw.example.com/v1"}]`,
+			"runtime.models[0].apiKey", []string{"is required for a bedrock entry with a baseUrl"}},
+		{"region naming another host", `{"role":"writer","prompt":"x"}`, `[{"role":"writer","provider":"bedrock","model":"m","region":"x.s3"}]`,
+			"runtime.models[0].region", []string{"must be an AWS region"}},
 		{"invalid json schema", `{"role":"writer","prompt":"x","json":{"type":"nonsense"}}`, good,
 			"workflow.nodes[0].with.json.type", []string{"invalid JSON Schema", `"nonsense" is not a type`}},
 		{"neither prompt nor messages", `{"role":"writer"}`, good,

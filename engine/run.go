@@ -152,12 +152,21 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 // deadline derives the execution context: the caller's deadline (the
 // invocation's) less the reserve, or MaxDuration when there is none.
 func (x *Execution) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	l := x.limits
-	d, ok := ctx.Deadline()
+	end, reserve := x.Deadline(ctx)
+	return context.WithDeadlineCause(ctx, end.Add(-reserve), errDeadline)
+}
+
+// Deadline returns when an execution run now under ctx must have ended —
+// ctx's deadline (the invocation's), or MaxDuration from now — and the
+// reserve kept back from it: Run stops the execution's work at end −
+// reserve and writes the terminal event in the reserve. A transport gives
+// up a client that has not read the stream by end.
+func (x *Execution) Deadline(ctx context.Context) (end time.Time, reserve time.Duration) {
+	end, ok := ctx.Deadline()
 	if !ok {
-		d = time.Now().Add(l.MaxDuration)
+		end = time.Now().Add(x.limits.MaxDuration)
 	}
-	return context.WithDeadlineCause(ctx, d.Add(-l.Reserve), errDeadline)
+	return end, x.limits.Reserve
 }
 
 func (r *run) newGraphRun(g *graph, sc *scope, prefix string, depth int) *graphRun {

@@ -116,6 +116,9 @@ func (p *prep) prepareServices() {
 	if rt.Models != nil {
 		t, err := models.NewTable("runtime.models", rt.Models)
 		p.d.addErr("runtime.models", err)
+		// Credentials stay home: refused here, before acceptance, by the
+		// rule every model call is held to.
+		p.d.addErr("runtime.models", p.e.modelClients().CheckCredentials("runtime.models", rt.Models))
 		s.models, s.modelsFrom, s.modelsOK = t, "runtime.models", err == nil
 	} else {
 		s.models, s.modelsFrom, s.modelsOK = p.e.Services.ModelTable, "the runner's model table", true

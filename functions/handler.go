@@ -312,9 +312,21 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rc *http.Respon
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	// The execution's context: the stream limit cancels it, so that
-	// nothing more runs once no more events can be sent.
+	// nothing more runs once no more events can be sent. It ends at the
+	// execution's end, which Run's deadline is derived from too.
+	end, reserve := x.Deadline(r.Context())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	ctx, cancelEnd := context.WithDeadline(ctx, end)
+	defer cancelEnd()
+	// Every wait ends by the deadline: no Emit waits for a slow client
+	// past the execution's deadline, and a client that has not read the
+	// stream's end by the end of the reserve is given up. The local
+	// server's connection stops the write then; where the transport
+	// cannot (the Lambda adapters), Finish stops waiting for it.
+	wctx, cancelW := context.WithDeadline(ctx, end.Add(-reserve))
+	defer cancelW()
+	bounded := rc.SetWriteDeadline(end) == nil
 	streamed, buffered := h.StreamLimits()
 	opts := protocol.StreamOptions{
 		MaxEventBytes:  h.Engine.Limits.WithDefaults().MaxEventBytes,
@@ -324,9 +336,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rc *http.Respon
 	if b, _ := r.Context().Value(bufferedKey{}).(bool); b {
 		opts.MaxStreamBytes, opts.Escaped = buffered, true
 	}
+	if !bounded {
+		opts.Deadline = end
+	}
 	// Lines are coalesced: written at most every millisecond by the
 	// Writer's own goroutine, accepted and the terminal event at once.
-	ew := protocol.NewStreamWriter(ctx, w, id, func() error {
+	ew := protocol.NewStreamWriter(wctx, w, id, func() error {
 		err := rc.Flush()
 		if errors.Is(err, http.ErrNotSupported) {
 			return nil // buffered transports (API Gateway) flush at the end

@@ -102,6 +102,17 @@ type StreamOptions struct {
 	// passed, the stream limit was hit) the event is dropped instead, so a
 	// stalled client never holds the engine.
 	MaxBuffered int
+	// Deadline, when not zero, is when the stream must have ended: the
+	// execution's deadline plus the room reserved for its terminal event.
+	// Finish stops waiting for the Writer's goroutine then, the terminal
+	// event out or not, so that a client that stops reading cannot hold
+	// the execution past it. A write already under way, or the one Finish
+	// makes itself when that goroutine is idle, is the transport's to end:
+	// where it can, the caller sets its write deadline to the same time
+	// instead (the local server); behind the Lambda adapters the
+	// invocation ends then. The Writer's context should end at the
+	// execution's deadline, so that no Emit waits past it either.
+	Deadline time.Time
 }
 
 // Defaults of StreamOptions.
@@ -280,7 +291,16 @@ func (w *Writer) Finish(t Terminal) error {
 		w.pending = rest
 	}
 	w.mu.Unlock()
-	<-w.exited
+	if !w.waitExited() {
+		// The client is not reading: the flusher still holds the
+		// buffers, and ends when the transport gives up the write.
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.err == nil {
+			w.err = ErrNotRead
+		}
+		return w.err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if inline {
@@ -295,6 +315,27 @@ func (w *Writer) Finish(t Terminal) error {
 		err = w.err
 	}
 	return err
+}
+
+// ErrNotRead is returned by Finish when the client had not read the end
+// of the stream by StreamOptions.Deadline.
+var ErrNotRead = errors.New("protocol: the client did not read the event stream by its deadline")
+
+// waitExited waits for the flusher to end, until Deadline at the latest;
+// it reports whether it ended.
+func (w *Writer) waitExited() bool {
+	if w.opts.Deadline.IsZero() {
+		<-w.exited
+		return true
+	}
+	t := time.NewTimer(time.Until(w.opts.Deadline))
+	defer t.Stop()
+	select {
+	case <-w.exited:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // writeOut writes b to w and flushes, without holding mu, which the caller

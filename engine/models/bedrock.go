@@ -32,11 +32,15 @@ import (
 
 func init() {
 	register(ProviderBedrock, func(ctx context.Context, c *Clients, m protocol.Model) (Provider, error) {
+		role, d := c.useRoleCredentials(m)
+		if d != nil {
+			return nil, &Error{Provider: ProviderBedrock, Message: "model entry's " + d.Path + " " + d.Message}
+		}
 		cfg, err := c.awsConfig(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return c.bedrock(cfg, m), nil
+		return c.bedrock(cfg, m, role), nil
 	})
 }
 
@@ -48,8 +52,10 @@ type bedrockProvider struct {
 	maxAttempts int
 }
 
-// bedrock builds the provider for m on the shared AWS configuration.
-func (c *Clients) bedrock(cfg aws.Config, m protocol.Model) *bedrockProvider {
+// bedrock builds the provider for m on the shared AWS configuration,
+// signing with its credentials (the IAM role) only when role is set
+// (useRoleCredentials decides).
+func (c *Clients) bedrock(cfg aws.Config, m protocol.Model, role bool) *bedrockProvider {
 	client := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
 		if m.Region != "" {
 			o.Region = m.Region
@@ -65,10 +71,14 @@ func (c *Clients) bedrock(cfg aws.Config, m protocol.Model) *bedrockProvider {
 		o.RetryMaxAttempts = 0
 		// Credentials are the function's IAM role, or the entry's own
 		// Bedrock API key. A key in AWS_BEARER_TOKEN_BEDROCK is ignored:
-		// it would otherwise go to whatever baseUrl an entry names.
+		// it would otherwise go to whatever baseUrl an entry names. Without
+		// the role, no credentials are left for SigV4 to sign with.
 		o.BearerAuthTokenProvider = nil
 		o.AuthSchemePreference = nil
-		if m.APIKey != "" {
+		if !role {
+			o.Credentials = nil
+		}
+		if strings.TrimSpace(m.APIKey) != "" {
 			o.BearerAuthTokenProvider = bearer.StaticTokenProvider{Token: bearer.Token{Value: m.APIKey}}
 			o.AuthSchemePreference = []string{"httpBearerAuth"}
 		}

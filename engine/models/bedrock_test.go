@@ -54,7 +54,7 @@ func awsTestEnv(t *testing.T) {
 func TestBedrockConverse(t *testing.T) {
 	awsTestEnv(t)
 	srv := newFakeServer(t, true, reply{body: bedrockReply})
-	clients := &Clients{HTTPClient: srv.client(t)}
+	clients := &Clients{HTTPClient: srv.client(t), TrustedEndpoints: []string{srv.URL}}
 	p, err := clients.Provider(context.Background(), protocol.Model{
 		Role: "general", Provider: "bedrock", Model: "amazon.nova-test-v1:0",
 		BaseURL: srv.URL, Headers: map[string]string{"X-Team": "blue"},
@@ -145,7 +145,7 @@ func TestBedrockAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			awsTestEnv(t)
 			srv := newFakeServer(t, true, reply{body: bedrockReply})
-			p, err := (&Clients{HTTPClient: srv.client(t)}).Provider(context.Background(), protocol.Model{
+			p, err := (&Clients{HTTPClient: srv.client(t), TrustedEndpoints: []string{srv.URL}}).Provider(context.Background(), protocol.Model{
 				Provider: "bedrock", Model: "m", BaseURL: srv.URL, Region: tt.region, APIKey: tt.apiKey,
 			})
 			if err != nil {

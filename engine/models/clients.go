@@ -40,6 +40,11 @@ type Clients struct {
 	// does not link that chain: there it must be set (the bootstrap sets
 	// infra/awsconfig.Load). It is called at most once successfully.
 	LoadAWSConfig func(ctx context.Context) (aws.Config, error)
+	// TrustedEndpoints are the origins ("https://host[:port]") to which a
+	// Bedrock entry's baseUrl may send the AWS configuration's own
+	// credentials (RUNNER_MODEL_ENDPOINTS). A Bedrock entry whose baseUrl
+	// is elsewhere must carry its apiKey (credentials.go).
+	TrustedEndpoints []string
 
 	awsMu  sync.Mutex
 	awsCfg *aws.Config

@@ -197,7 +197,7 @@ func TestFailures(t *testing.T) {
 			t.Run(w.provider+"/"+sc.name, func(t *testing.T) {
 				awsTestEnv(t)
 				srv := newFakeServer(t, w.provider == ProviderBedrock, sc.replies(w)...)
-				clients := &Clients{HTTPClient: srv.client(t), MaxRetries: sc.maxRetries}
+				clients := &Clients{HTTPClient: srv.client(t), TrustedEndpoints: []string{srv.URL}, MaxRetries: sc.maxRetries}
 				m := protocol.Model{Provider: w.provider, Model: "test-model", BaseURL: srv.URL,
 					APIKey: testAPIKey, Headers: map[string]string{"X-Secret": testHeaderValue}}
 				p, err := clients.Provider(context.Background(), m)
@@ -274,7 +274,7 @@ func TestInvalidRequest(t *testing.T) {
 			t.Run(w.provider+"/"+tt.name, func(t *testing.T) {
 				awsTestEnv(t)
 				srv := newFakeServer(t, w.provider == ProviderBedrock, reply{body: w.ok})
-				p, err := (&Clients{HTTPClient: srv.client(t)}).Provider(context.Background(),
+				p, err := (&Clients{HTTPClient: srv.client(t), TrustedEndpoints: []string{srv.URL}}).Provider(context.Background(),
 					protocol.Model{Provider: w.provider, Model: "m", BaseURL: srv.URL})
 				if err != nil {
 					t.Fatal(err)
@@ -307,7 +307,7 @@ func TestReplyLimit(t *testing.T) {
 		t.Run(w.provider, func(t *testing.T) {
 			awsTestEnv(t)
 			srv := newFakeServer(t, w.provider == ProviderBedrock, reply{body: w.ok})
-			p, err := (&Clients{HTTPClient: srv.client(t), MaxRetries: -1}).Provider(context.Background(),
+			p, err := (&Clients{HTTPClient: srv.client(t), TrustedEndpoints: []string{srv.URL}, MaxRetries: -1}).Provider(context.Background(),
 				protocol.Model{Provider: w.provider, Model: "m", BaseURL: srv.URL})
 			if err != nil {
 				t.Fatal(err)

@@ -109,7 +109,7 @@ func TestReplyCost(t *testing.T) {
 			if tt.provider == ProviderOpenAI {
 				base += "/v1"
 			}
-			p, err := (&Clients{HTTPClient: srv.client(t), MaxRetries: -1}).Provider(context.Background(),
+			p, err := (&Clients{HTTPClient: srv.client(t), TrustedEndpoints: []string{srv.URL}, MaxRetries: -1}).Provider(context.Background(),
 				protocol.Model{Provider: tt.provider, Model: "m", APIKey: "k", BaseURL: base})
 			if err != nil {
 				t.Fatal(err)

@@ -54,6 +54,11 @@ func NewTable(path string, models []protocol.Model) (*Table, error) {
 				fail(at+".baseUrl", "%s", msg)
 			}
 		}
+		if m.Region != "" && !isRegion(m.Region) {
+			// The region names the host of AWS's endpoint, which receives
+			// the IAM role's credentials (credentials.go).
+			fail(at+".region", "must be an AWS region such as us-east-1")
+		}
 		if m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2) {
 			fail(at+".temperature", "must be between 0 and 2")
 		}
@@ -97,6 +102,27 @@ func checkBaseURL(raw string) string {
 		return "must not have a query or fragment"
 	}
 	return ""
+}
+
+// isRegion reports whether s has the form of an AWS region: lower-case
+// words joined by '-', the last one a number ("us-east-1",
+// "us-gov-west-1"). Nothing else may become part of an endpoint's host.
+func isRegion(s string) bool {
+	parts := strings.Split(s, "-")
+	if len(parts) < 3 || len(parts[0]) < 2 {
+		return false
+	}
+	for i, p := range parts {
+		if p == "" {
+			return false
+		}
+		for _, c := range []byte(p) {
+			if i < len(parts)-1 && (c < 'a' || c > 'z') || i == len(parts)-1 && (c < '0' || c > '9') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Lookup returns the entry for role: the exact role, else the "general"

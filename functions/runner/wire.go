@@ -186,8 +186,15 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 // model providers, whatever a policy or RUNNER_HTTP_ALLOW_CIDRS says.
 func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTripper) http.RoundTripper) (engine.Services, error) {
 	var table *models.Table
+	clients := &models.Clients{LoadAWSConfig: awsconfig.Load, TrustedEndpoints: cfg.ModelEndpoints}
 	if len(cfg.Models) > 0 {
 		t, err := models.NewTable("RUNNER_MODELS", cfg.Models)
+		if err == nil {
+			// The deployment's entries are held to the rule of the
+			// request's: the role's credentials go only to AWS and to
+			// RUNNER_MODEL_ENDPOINTS.
+			err = clients.CheckCredentials("RUNNER_MODELS", cfg.Models)
+		}
 		if err != nil {
 			return engine.Services{}, fmt.Errorf("configuration: %w", err)
 		}
@@ -209,6 +216,7 @@ func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTrippe
 	// and model providers through the shared endpoint client. wrap (the
 	// trace context, when tracing is on) sits above the guard in both.
 	endpoints := egress.NewEndpoints(httpOpts, wrap)
+	clients.HTTPClient, clients.CheckEndpoint = endpoints.Client(), endpoints.Check
 	var fo engine.FanOut
 	if cfg.MaxFanOutInvocations > 0 {
 		if fo, err = fanOut(cfg, endpoints.Client()); err != nil {
@@ -217,7 +225,7 @@ func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTrippe
 	}
 	return engine.Services{
 		FanOut:     fo,
-		Models:     &models.Clients{HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check, LoadAWSConfig: awsconfig.Load},
+		Models:     clients,
 		ModelTable: table,
 		HTTP:       httpOpts,
 		Toolsets: toolsets.Options{

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,10 @@ type Config struct {
 	MaxCodeLogBytes int64 // RUNNER_MAX_CODE_LOG_BYTES
 
 	Models []protocol.Model // RUNNER_MODELS: the deployment's model table, JSON
+	// ModelEndpoints (RUNNER_MODEL_ENDPOINTS) are the origins
+	// ("https://host[:port]") a Bedrock entry's baseUrl may name without
+	// an apiKey of its own: the function's AWS credentials go there.
+	ModelEndpoints []string
 
 	HTTPAllowPrefixes    []netip.Prefix // RUNNER_HTTP_ALLOW_CIDRS: private ranges http nodes may reach
 	HTTPMaxResponseBytes int64          // RUNNER_HTTP_MAX_RESPONSE_BYTES (0: egress.DefaultMaxResponseBytes)
@@ -219,6 +224,18 @@ func Load(getenv func(string) string) (Config, error) {
 			continue
 		}
 		c.AllowedHosts = append(c.AllowedHosts, p)
+	}
+	for i, s := range splitList(getenv("RUNNER_MODEL_ENDPOINTS")) {
+		// An origin, nothing more: the credentials go to a host, whatever
+		// path a request adds.
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			// Not quoted: it may hold user information.
+			r.errs = append(r.errs, fmt.Errorf("RUNNER_MODEL_ENDPOINTS: entry %d is not an origin such as https://vpce-0123.bedrock-runtime.us-east-1.vpce.amazonaws.com (scheme and host only)", i+1))
+			continue
+		}
+		c.ModelEndpoints = append(c.ModelEndpoints, s)
 	}
 	for _, s := range splitList(getenv("RUNNER_HTTP_ALLOW_CIDRS")) {
 		p, err := netip.ParsePrefix(s)

@@ -98,6 +98,9 @@ func TestLoadValues(t *testing.T) {
 		{"admission", env{"RUNNER_MAX_EXECUTIONS": "12", "RUNNER_DRAIN_SECONDS": "40"}, func(c Config) bool {
 			return c.MaxExecutions == 12 && c.DrainTimeout == 40*time.Second
 		}},
+		{"model endpoints", env{"RUNNER_MODEL_ENDPOINTS": "https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com, http://10.0.0.5:8080/"}, func(c Config) bool {
+			return reflect.DeepEqual(c.ModelEndpoints, []string{"https://vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com", "http://10.0.0.5:8080/"})
+		}},
 		{"http", env{"RUNNER_HTTP_ALLOW_CIDRS": "10.0.0.0/8, fd00::/8", "RUNNER_HTTP_MAX_RESPONSE_BYTES": "10", "RUNNER_HTTP_TIMEOUT_MS": "250"}, func(c Config) bool {
 			return reflect.DeepEqual(c.HTTPAllowPrefixes, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}) &&
 				c.HTTPMaxResponseBytes == 10 && c.HTTPTimeout == 250*time.Millisecond
@@ -161,6 +164,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{env{"RUNNER_ALLOWED_HOSTS": "fe80::1%eth0"}, []string{"RUNNER_ALLOWED_HOSTS"}},
 		{env{"RUNNER_MAX_EXECUTIONS": "0"}, []string{"RUNNER_MAX_EXECUTIONS"}},
 		{env{"RUNNER_DRAIN_SECONDS": "1m"}, []string{"RUNNER_DRAIN_SECONDS"}},
+		{env{"RUNNER_MODEL_ENDPOINTS": "https://gw.example.com/v1"}, []string{"RUNNER_MODEL_ENDPOINTS", "not an origin"}},
+		{env{"RUNNER_MODEL_ENDPOINTS": "https://u@gw.example.com"}, []string{"RUNNER_MODEL_ENDPOINTS", "not an origin"}},
+		{env{"RUNNER_MODEL_ENDPOINTS": "gw.example.com"}, []string{"RUNNER_MODEL_ENDPOINTS", "not an origin"}},
 		{env{"RUNNER_HTTP_MAX_RESPONSE_BYTES": "0"}, []string{"RUNNER_HTTP_MAX_RESPONSE_BYTES"}},
 		{env{"RUNNER_HTTP_TIMEOUT_MS": "1m"}, []string{"RUNNER_HTTP_TIMEOUT_MS"}},
 		// Every problem at once, not the first only.

@@ -117,18 +117,80 @@ func valueForms(s string) []string {
 	return out
 }
 
-// spans returns the merged intervals of s that secrets occupy.
+// spans returns the merged intervals of s that secrets occupy, each
+// carried on to the end of the base64 run it ends inside (encodedRun).
 func (r *Redactor) spans(s string) []span {
 	spans := r.layers[0].m.find(s)
-	if len(r.layers) == 1 {
+	if len(r.layers) > 1 {
+		for _, l := range r.layers[1:] {
+			// Each layer's spans are merged as they are found; those of
+			// several are merged once all are.
+			spans = append(spans, l.m.find(s)...)
+		}
+		spans = mergeSpans(spans)
+	}
+	if len(spans) == 0 {
 		return spans
 	}
-	for _, l := range r.layers[1:] {
-		// Each layer's spans are merged as they are found; those of
-		// several are merged once all are.
-		spans = append(spans, l.m.find(s)...)
+	for i := range spans {
+		// Up to the next span at most, which goes on from its own end:
+		// each byte is looked at once, however many spans one run holds.
+		limit := len(s)
+		if i+1 < len(spans) {
+			limit = spans[i+1].start
+		}
+		spans[i].end = encodedRun(s[:limit], spans[i])
 	}
 	return mergeSpans(spans)
+}
+
+// encodedRun returns where the base64 run that sp ends inside ends,
+// padding included: sp.end when the text after sp does not go on in the
+// base64 alphabets.
+//
+// Base64 mixes three bytes into four characters, so whatever follows a
+// secret in one encoding (the padding of "user:secret", a suffix's
+// characters) is aligned by the secret's length: left outside the marker,
+// "dXNlcj[REDACTED]==" told the length modulo 3. What comes before a
+// secret's form is aligned by the encoding's start, which no secret moves,
+// and hex and percent-escapes encode byte by byte, so only the rest of
+// the run goes. A secret in plain text followed by letters or digits takes
+// them with it: redacting more tells less.
+func encodedRun(s string, sp span) int {
+	e := sp.end
+	if e == sp.start || e == len(s) || !isBase64Byte(s[e-1]) {
+		return e
+	}
+run:
+	for e < len(s) {
+		switch {
+		case isBase64Byte(s[e]):
+			e++
+		case s[e] == '\\' && e+1 < len(s) && s[e+1] == '/': // JSON's escaped '/'
+			e += 2
+		case s[e] == '%' && e+2 < len(s) && s[e+1] == '2' && strings.IndexByte("bBfF", s[e+2]) >= 0: // query-escaped '+' and '/'
+			e += 3
+		default:
+			break run
+		}
+	}
+	for e < len(s) {
+		switch {
+		case s[e] == '=':
+			e++
+		case s[e] == '%' && e+2 < len(s) && s[e+1] == '3' && (s[e+2] == 'D' || s[e+2] == 'd'):
+			e += 3
+		default:
+			return e
+		}
+	}
+	return e
+}
+
+// isBase64Byte reports whether c is in the standard or URL base64
+// alphabet.
+func isBase64Byte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
 }
 
 // String returns s with every known form of every secret replaced by Marker.

@@ -1,0 +1,100 @@
+package redact
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// learnedPart is what the engine learns of a value built from a secret
+// (engine/scrub.go): the part of build(secret) that differs from the
+// value built with the secret replaced by a string of its length of '*',
+// then of 'U'.
+func learnedPart(build func(string) string, secret string) string {
+	v := build(secret)
+	a, b := build(strings.Repeat("*", len(secret))), build(strings.Repeat("U", len(secret)))
+	pre, suf := 0, 0
+	for pre < len(v) && pre < len(a) && pre < len(b) && v[pre] == a[pre] && v[pre] == b[pre] {
+		pre++
+	}
+	for suf < len(v)-pre && suf < len(a)-pre && suf < len(b)-pre &&
+		v[len(v)-1-suf] == a[len(a)-1-suf] && v[len(v)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	return v[pre : len(v)-suf]
+}
+
+// TestHostileEncodedResidue: a host that echoes a value built from a
+// secret and encoded (a Basic credential, the base64 of "user:" + secret)
+// gets back text that is the same whatever the secret: nothing outside the
+// marker — no padding, no character of a suffix aligned by the secret's
+// length — tells its length modulo 3 (issue 45, class 9:
+// "dXNlcj[REDACTED]==").
+func TestHostileEncodedResidue(t *testing.T) {
+	encodings := map[string]func([]byte) string{
+		"std":           base64.StdEncoding.EncodeToString,
+		"url":           base64.URLEncoding.EncodeToString,
+		"raw std":       base64.RawStdEncoding.EncodeToString,
+		"raw url":       base64.RawURLEncoding.EncodeToString,
+		"std, query":    func(b []byte) string { return url.QueryEscape(base64.StdEncoding.EncodeToString(b)) },
+		"std, json \\/": func(b []byte) string { return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", `\/`) },
+		"hex":           hex.EncodeToString,
+	}
+	prefixes := []string{"", "u:", "user:", "admin:", "a-longer-user-name:"}
+	suffixes := []string{"", "@", ":x", "@api.example.com", "?>~?>~"}
+	contexts := []struct{ before, after string }{
+		{"Authorization: Basic ", "\n"},
+		{`{"echo":"`, `"}`},
+		{"token=", "&next=1"},
+		{"", ""},
+	}
+	// Secrets of lengths 0, 1 and 2 modulo 3, some of whose bytes encode
+	// to '+' and '/' (0xfb, 0xff), the rest ASCII.
+	secrets := []string{"Tr0ub4dor&3x", "Tr0ub4dor&3xy", "Tr0ub4dor&3xyz", "s3cr3t-?>>?", "s3cr3t-?>>?~", "s3cr3t-?>>?~~", "\xfb\xffkey!", "\xfb\xffkey!!"}
+	for encName, enc := range encodings {
+		for _, pre := range prefixes {
+			for _, suf := range suffixes {
+				for _, c := range contexts {
+					build := func(s string) string { return enc([]byte(pre + s + suf)) }
+					want := ""
+					for i, secret := range secrets {
+						r := New(secret).With(learnedPart(build, secret))
+						got := r.String(c.before + build(secret) + c.after)
+						if i == 0 {
+							want = got
+						}
+						if got != want {
+							t.Errorf("%s of %q+secret+%q in %q…%q: with a secret of %d bytes %q, of %d bytes %q",
+								encName, pre, suf, c.before, c.after, len(secrets[0]), want, len(secret), got)
+						}
+						if !strings.Contains(got, Marker) {
+							t.Errorf("%s of %q+secret+%q: %q not redacted", encName, pre, suf, got)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEncodedRunPlainText: what follows a plain secret outside the base64
+// alphabets stays, so quoting, query and header structure survive.
+func TestEncodedRunPlainText(t *testing.T) {
+	r := New("hunter2-secret")
+	tests := map[string]string{
+		`{"a":"hunter2-secret","b":1}`:  `{"a":"[REDACTED]","b":1}`,
+		"Bearer hunter2-secret\nnext":   "Bearer [REDACTED]\nnext",
+		"?key=hunter2-secret&x=1":       "?key=[REDACTED]&x=1",
+		"hunter2-secretXYZ== rest":      "[REDACTED] rest",
+		"path/hunter2-secret/more.json": "path/[REDACTED].json",
+		`"aHVudGVyMi1zZWNyZXQ\/x+y=="`:  `"[REDACTED]"`,
+		"HUNTER2-SECRET.":               "[REDACTED].",
+	}
+	for in, want := range tests {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
