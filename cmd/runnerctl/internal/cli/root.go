@@ -134,6 +134,7 @@ variable, since flags show in process listings).`,
 		newGraphCmd(env),
 		newTokenCmd(env),
 		newValidateCmd(env),
+		newTestCmd(env),
 	)
 	return root
 }
