@@ -35,8 +35,11 @@ const maxMockBody = 8 << 20
 type mocks struct {
 	srv   *httptest.Server
 	addr  string
-	plain *httptest.Server // http:// requests of http nodes
-	tls   *httptest.Server // https:// ones, spoken as plain HTTP on the dialled connection
+	// plain and tls answer http nodes' http:// and https:// requests
+	// (the latter spoken as plain HTTP on the dialled connection); started
+	// on the first, as most cases make none.
+	httpOnce   sync.Once
+	plain, tls *httptest.Server
 
 	c       *Mocks
 	entries []protocol.Model // runtime.models, by index in the path
@@ -65,8 +68,6 @@ func newMocks(c *Mocks, rt *protocol.Runtime) *mocks {
 	mux.HandleFunc("/models/{i}/", m.serveModel)
 	m.srv = httptest.NewServer(mux)
 	m.addr = m.srv.Listener.Addr().String()
-	m.plain = httptest.NewServer(m.httpHandler("http"))
-	m.tls = httptest.NewServer(m.httpHandler("https"))
 
 	m.entries = rt.Models
 	for i := range rt.Models {
@@ -88,19 +89,29 @@ func newMocks(c *Mocks, rt *protocol.Runtime) *mocks {
 
 func (m *mocks) close() {
 	m.srv.Close()
-	m.plain.Close()
-	m.tls.Close()
+	m.httpOnce.Do(func() {}) // none starts from now on
+	if m.plain != nil {
+		m.plain.Close()
+		m.tls.Close()
+	}
 }
 
 // dial is egress.Options.Dial: this server for its own address, the http
 // mocks for every other.
 func (m *mocks) dial(ctx context.Context, addr string, tls bool) (net.Conn, error) {
+	m.httpOnce.Do(func() {
+		m.plain = httptest.NewServer(m.httpHandler("http"))
+		m.tls = httptest.NewServer(m.httpHandler("https"))
+	})
 	to := m.plain
 	switch {
 	case addr == m.addr:
 		to = m.srv // a model entry's or a toolset's, https or not
 	case tls:
 		to = m.tls
+	}
+	if to == nil {
+		return nil, fmt.Errorf("runnerctl test: the case has ended")
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", to.Listener.Addr().String())

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -396,5 +395,3 @@ func clean(s string) string {
 		return r
 	}, s)
 }
-
-var _ = sort.Strings

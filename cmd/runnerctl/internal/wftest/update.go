@@ -5,45 +5,50 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 )
+
+// golden is an expectation written out, its members in the order the
+// documentation gives them.
+type golden struct {
+	Status    string                `json:"status"`
+	Output    any                   `json:"output,omitempty"`
+	Error     *ExpectError          `json:"error,omitempty"`
+	Nodes     map[string]goldenNode `json:"nodes,omitempty"`
+	Decisions []map[string]string   `json:"decisions,omitempty"`
+	Calls     *Calls                `json:"calls,omitempty"`
+}
+
+type goldenNode struct {
+	Status   string       `json:"status"`
+	Attempts int          `json:"attempts,omitempty"`
+	Error    *ExpectError `json:"error,omitempty"`
+}
 
 // expectOf is the expectation of what g got: status, output or error,
 // every top-level node's status (its error code when it failed, its
 // attempts when more than one), the decisions and the calls.
-func expectOf(l *loaded, g *got) map[string]any {
-	e := map[string]any{"status": g.Status}
-	if g.Error != nil {
-		er := map[string]any{"code": g.Error.Code}
-		if g.Error.NodeID != "" {
-			er["nodeId"] = g.Error.NodeID
-		}
-		e["error"] = er
-	} else {
-		e["output"] = g.Output
+func expectOf(l *loaded, g *got) *golden {
+	e := &golden{Status: g.Status, Error: g.Error, Decisions: g.Decisions, Calls: &g.Calls}
+	if g.Error == nil {
+		e.Output = g.Output
 	}
-	nodes := map[string]any{}
 	for _, wn := range workflowNodes(l) {
 		n := g.Nodes[wn.ID]
 		if n == nil {
 			continue
 		}
-		en := map[string]any{"status": n.Status}
+		if e.Nodes == nil {
+			e.Nodes = map[string]goldenNode{}
+		}
+		en := goldenNode{Status: n.Status}
 		if n.Attempts > 1 {
-			en["attempts"] = n.Attempts
+			en.Attempts = n.Attempts
 		}
 		if n.Status == "failed" && n.Code != "" {
-			en["error"] = map[string]any{"code": n.Code}
+			en.Error = &ExpectError{Code: n.Code}
 		}
-		nodes[wn.ID] = en
+		e.Nodes[wn.ID] = en
 	}
-	if len(nodes) > 0 {
-		e["nodes"] = nodes
-	}
-	if len(g.Decisions) > 0 {
-		e["decisions"] = g.Decisions
-	}
-	e["calls"] = g.Calls
 	return e
 }
 
@@ -106,4 +111,3 @@ func setMember(src []byte, key string, val []byte) ([]byte, error) {
 	return out, nil
 }
 
-var _ = sort.Strings
