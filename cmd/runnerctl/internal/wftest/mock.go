@@ -33,8 +33,8 @@ const maxMockBody = 8 << 20
 // an http node's to any host, is dialled to it too (dial), so nothing
 // leaves the process.
 type mocks struct {
-	srv   *httptest.Server
-	addr  string
+	srv  *httptest.Server
+	addr string
 	// plain and tls answer http nodes' http:// and https:// requests
 	// (the latter spoken as plain HTTP on the dialled connection); started
 	// on the first, as most cases make none.

@@ -110,4 +110,3 @@ func setMember(src []byte, key string, val []byte) ([]byte, error) {
 	out = append(out, src[end:]...)
 	return out, nil
 }
-
