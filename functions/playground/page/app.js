@@ -6,6 +6,7 @@
 import { Graph, el } from "./graph.js";
 import { readLines } from "./stream.js";
 import { parsePath, locate } from "./jsonpath.js";
+import { startRecording, recordEvent } from "./savetest.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -153,6 +154,7 @@ function iterState(c) {
 }
 
 function apply(ev) {
+  recordEvent(ev);
   const id = typeof ev.nodeId === "string" ? ev.nodeId : "";
   switch (ev.type) {
     case "accepted":
@@ -793,6 +795,7 @@ async function start(req) {
   if (run.active) return;
   run = newRun();
   run.request = req;
+  startRecording(req);
   run.active = true;
   run.started = performance.now();
   // What runs is on show: a preview pending from the last keystroke
