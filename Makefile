@@ -94,6 +94,7 @@ test: test-deps $(BIN)/bootstrap-local $(BIN)/codeworker-local
 	$(GO) test -race -count=1 -tags notracing ./infra/telemetry/
 	$(GO) test -race -count=1 -tags otlpgrpc ./infra/telemetry/
 	$(GO) test -race -count=1 -tags awsenv ./infra/awsconfig/
+	$(GO) run ./cmd/runnerctl test --code-worker $(abspath $(BIN)/codeworker-local) examples/
 
 ## test-deps: what the suite runs beside Go, installed when missing:
 ## aws-lambda-rie (go install) for the Lambda emulator tests, and chromium

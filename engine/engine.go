@@ -104,4 +104,6 @@ type Execution struct {
 	// each of its child invocations prepares the same request.
 	body   []byte
 	fanout bool
+	// pins are the nodes taken as given (SetPins); nil in a runner.
+	pins map[string]pinned
 }

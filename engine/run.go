@@ -464,6 +464,9 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		actx, cancel = context.WithTimeout(ctx, n.timeout)
 	}
 	defer cancel()
+	if p, ok := r.x.pin(id, n.id); ok {
+		return gr.pinnedAttempt(n, id, attempt, started, p)
+	}
 	// The call carries the evaluator of its with: one allocation for both.
 	call := &Call{ID: id, Type: n.typ, Attempt: attempt, r: r, gr: gr, n: n, sc: gr.sc}
 	call.ev.Init(actx, gr.sc, n.with, gr.sc.exprBudget(), n.sight)
@@ -537,6 +540,23 @@ func (r *run) tracedQueue(d time.Duration) int64 {
 		return 0
 	}
 	return d.Milliseconds()
+}
+
+// pinnedAttempt is an attempt of a pinned node: its events, its result
+// as given.
+func (gr *graphRun) pinnedAttempt(n *node, id string, attempt int, started time.Time, p pinned) (any, string, error) {
+	r := gr.r
+	_ = r.sink.Emit(&protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt})
+	if p.err != nil {
+		ne := *p.err
+		return nil, "", &ne
+	}
+	if ne := r.account(p.out); ne != nil {
+		return nil, "", ne
+	}
+	ended := r.now()
+	_ = r.sink.Emit(&protocol.NodeCompleted{Header: protocol.Header{Time: ended}, NodeID: id, NodeType: n.typ, Attempt: attempt, DurationMs: ended.Sub(started).Milliseconds(), Output: r.traced(p.out)})
+	return p.out, "", nil
 }
 
 // attemptStatus names how an attempt ended, for its span.

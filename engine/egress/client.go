@@ -76,7 +76,7 @@ func New(p protocol.HTTPPolicy, o Options) (*Client, error) {
 		allow:        slices.Clone(o.AllowPrefixes),
 		blocked:      slices.Clone(o.Blocked),
 	}
-	c.transport = newTransport(g)
+	c.transport = newTransport(g, o.Dial)
 	c.rt = c.transport
 	if o.Wrap != nil {
 		c.rt = o.Wrap(c.transport)

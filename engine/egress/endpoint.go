@@ -17,9 +17,9 @@ import (
 // outbound connection of an execution (http nodes, MCP toolsets, model
 // providers) is dialled through one of these, so the guard's address rules
 // run on every connection, redirects included, after DNS.
-func newTransport(g *guard) *http.Transport {
+func newTransport(g *guard, dial func(ctx context.Context, addr string, tls bool) (net.Conn, error)) *http.Transport {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}
-	return &http.Transport{
+	t := &http.Transport{
 		// No proxy, whatever HTTP_PROXY says: through a proxy the guard
 		// would only ever see the proxy's address.
 		Proxy:                  nil,
@@ -32,6 +32,13 @@ func newTransport(g *guard) *http.Transport {
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 256 << 10,
 	}
+	if dial != nil {
+		// Options.Dial: every connection is the caller's, TLS included.
+		t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) { return dial(ctx, addr, false) }
+		t.DialTLSContext = func(ctx context.Context, _, addr string) (net.Conn, error) { return dial(ctx, addr, true) }
+		t.ForceAttemptHTTP2 = false
+	}
+	return t
 }
 
 // Endpoints guards the connections to endpoints the operator configured
@@ -42,6 +49,7 @@ func newTransport(g *guard) *http.Transport {
 type Endpoints struct {
 	guard  *guard
 	client *http.Client
+	dialed bool // Options.Dial makes the connections: no name is resolved
 }
 
 // maxEndpointRedirects bounds the redirects of an endpoint request; each
@@ -49,7 +57,7 @@ type Endpoints struct {
 const maxEndpointRedirects = 5
 
 // NewEndpoints returns the guard for operator-configured endpoints. Only
-// o.Blocked and o.AllowPrefixes are used. wrap, when not nil, wraps the
+// o.Blocked, o.AllowPrefixes and o.Dial are used. wrap, when not nil, wraps the
 // guarded transport (for example with tracing); the guard stays beneath
 // it, so whatever the wrapper does, every connection is checked.
 func NewEndpoints(o Options, wrap func(http.RoundTripper) http.RoundTripper) *Endpoints {
@@ -58,11 +66,11 @@ func NewEndpoints(o Options, wrap func(http.RoundTripper) http.RoundTripper) *En
 		allow:        slices.Clone(o.AllowPrefixes),
 		blocked:      slices.Clone(o.Blocked),
 	}
-	var rt http.RoundTripper = newTransport(g)
+	var rt http.RoundTripper = newTransport(g, o.Dial)
 	if wrap != nil {
 		rt = wrap(rt)
 	}
-	e := &Endpoints{guard: g}
+	e := &Endpoints{guard: g, dialed: o.Dial != nil}
 	e.client = &http.Client{
 		Transport: rt,
 		// No Timeout: it would cut streamed responses; every caller bounds
@@ -95,7 +103,7 @@ func (e *Endpoints) Check(ctx context.Context, rawURL string) error {
 	if err := e.checkLiteral(u); err != nil || u.Hostname() == "" {
 		return err
 	}
-	if _, err := netip.ParseAddr(u.Hostname()); err == nil {
+	if _, err := netip.ParseAddr(u.Hostname()); err == nil || e.dialed {
 		return nil
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())

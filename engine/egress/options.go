@@ -59,6 +59,14 @@ type Options struct {
 	// example to add the trace context to requests. The guard stays
 	// beneath it, so every connection is checked whatever Wrap does.
 	Wrap func(http.RoundTripper) http.RoundTripper
+	// Dial, when not nil, makes every connection instead of the network:
+	// addr is the host:port the request named, tls says whether it is an
+	// https one, and the connection returned is taken as past the TLS
+	// handshake (plain HTTP/1.1 is spoken on it). No name is resolved and
+	// the address guard is not asked: nothing leaves the process. Only
+	// `runnerctl test` sets it, to answer every request from the mocks it
+	// serves; a runner never does.
+	Dial func(ctx context.Context, addr string, tls bool) (net.Conn, error)
 }
 
 // limits are Options with defaults applied.

@@ -607,3 +607,46 @@ func TestPlaygroundBoundsTheRawEvents(t *testing.T) {
 		t.Errorf("events note %q", note)
 	}
 }
+
+// "Save as test" writes the finished run as a runnerctl test case: the
+// tool node pinned to its output, the result expected, no key written.
+func TestPlaygroundSavesARunAsATest(t *testing.T) {
+	p := openPlayground(t)
+	g := startGate(t)
+	close(g.open)
+	p.submit(`{"version":1,"trace":true,"workflow":{"id":"saved","nodes":[
+		{"id":"hold","type":"tool","with":{"toolset":"g","tool":"wait","arguments":{}}},
+		{"id":"after","type":"set","needs":["hold"],"with":{"value":"${{ nodes.hold.output.content[0].text }}"}}]},
+	"runtime":{"toolsets":[{"name":"g","url":"` + g.url + `","headers":{"X-Key":"toolset-secret"}}]},
+	"toolPolicies":[{"match":"g/*","decision":"allow"}]}`)
+	p.wait(`[data-panel="result"][data-status="completed"]`)
+	p.do(chromedp.Click(chromedp.CSS(`[data-tab="result"]`)),
+		chromedp.Click(chromedp.CSS(`button[data-action="save-test"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`a.save-test`)))
+	if name := p.text("a.save-test"); name != "saved.test.json" {
+		t.Errorf("download named %q", name)
+	}
+	var c struct {
+		Workflow struct{ ID string }
+		Mocks    struct {
+			Nodes map[string]struct{ Output json.RawMessage }
+		}
+		Expect struct {
+			Status string
+			Output json.RawMessage
+			Nodes  map[string]struct{ Status string }
+		}
+	}
+	text := p.text(".copied")
+	if err := json.Unmarshal([]byte(text), &c); err != nil {
+		t.Fatalf("the saved case is not JSON: %v\n%s", err, text)
+	}
+	if c.Workflow.ID != "saved" || len(c.Mocks.Nodes["hold"].Output) == 0 || c.Mocks.Nodes["after"].Output != nil ||
+		c.Expect.Status != "completed" || c.Expect.Nodes["after"].Status != "completed" || !strings.Contains(string(c.Expect.Output), "opened") {
+		t.Errorf("saved case:\n%s", text)
+	}
+	if strings.Contains(text, "toolset-secret") || strings.Contains(text, p.token) {
+		t.Errorf("the saved case holds a key:\n%s", text)
+	}
+	p.checkCSP()
+}

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/runnerd/lambda-runner/engine"
-	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/functions"
+	"github.com/runnerd/lambda-runner/functions/wiring"
 	"github.com/runnerd/lambda-runner/infra/awsconfig"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/secrets"
@@ -178,61 +178,10 @@ func capabilities(eng *engine.Engine, h *functions.Handler) protocol.Capabilitie
 	}
 }
 
-// services configures the engine's runtime services. The deployment's
-// model table (RUNNER_MODELS) is validated here, so that a bad one stops
-// the process at startup with every problem named under the variable,
-// instead of failing executions. The Lambda runtime API and link-local
-// (metadata) addresses are never reachable from http nodes, toolsets or
-// model providers, whatever a policy or RUNNER_HTTP_ALLOW_CIDRS says.
+// services configures the engine's runtime services (wiring.Services),
+// distributed maps through this build's fanOut.
 func services(ctx context.Context, cfg config.Config, wrap func(http.RoundTripper) http.RoundTripper) (engine.Services, error) {
-	var table *models.Table
-	clients := &models.Clients{LoadAWSConfig: awsconfig.Load, TrustedEndpoints: cfg.ModelEndpoints}
-	if len(cfg.Models) > 0 {
-		t, err := models.NewTable("RUNNER_MODELS", cfg.Models)
-		if err == nil {
-			// The deployment's entries are held to the rule of the
-			// request's: the role's credentials go only to AWS and to
-			// RUNNER_MODEL_ENDPOINTS.
-			err = clients.CheckCredentials("RUNNER_MODELS", cfg.Models)
-		}
-		if err != nil {
-			return engine.Services{}, fmt.Errorf("configuration: %w", err)
-		}
-		table = t
-	}
-	blocked, err := egress.RuntimeAPIAddrs(ctx, cfg.RuntimeAPI)
-	if err != nil {
-		return engine.Services{}, fmt.Errorf("AWS_LAMBDA_RUNTIME_API: %w", err)
-	}
-	httpOpts := egress.Options{
-		MaxResponseBytes: cfg.HTTPMaxResponseBytes,
-		Timeout:          cfg.HTTPTimeout,
-		AllowPrefixes:    cfg.HTTPAllowPrefixes,
-		Blocked:          blocked,
-		Wrap:             wrap,
-	}
-	// One guard for every connection an execution makes: http nodes dial
-	// through egress.Client (built per execution from httpOpts), toolsets
-	// and model providers through the shared endpoint client. wrap (the
-	// trace context, when tracing is on) sits above the guard in both.
-	endpoints := egress.NewEndpoints(httpOpts, wrap)
-	clients.HTTPClient, clients.CheckEndpoint = endpoints.Client(), endpoints.Check
-	var fo engine.FanOut
-	if cfg.MaxFanOutInvocations > 0 {
-		if fo, err = fanOut(cfg, endpoints.Client()); err != nil {
-			return engine.Services{}, err
-		}
-	}
-	return engine.Services{
-		FanOut:     fo,
-		Models:     clients,
-		ModelTable: table,
-		HTTP:       httpOpts,
-		Toolsets: toolsets.Options{
-			ClientName: runnerName, ClientVersion: version,
-			HTTPClient: endpoints.Client(), CheckEndpoint: endpoints.Check,
-		},
-	}, nil
+	return wiring.Services(ctx, cfg, wiring.Options{Name: runnerName, Version: version, Wrap: wrap, FanOut: fanOut})
 }
 
 // newTracing starts the trace pipeline when cfg turns tracing on, and

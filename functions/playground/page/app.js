@@ -8,6 +8,7 @@ import { readLines } from "./stream.js";
 import { parsePath, locate } from "./jsonpath.js";
 import { savedToken, keepToken, forgetToken } from "./session.js";
 import * as past from "./history.js";
+import { startRecording, recordEvent } from "./savetest.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -157,6 +158,7 @@ function iterState(c) {
 }
 
 function apply(ev) {
+  recordEvent(ev);
   const id = typeof ev.nodeId === "string" ? ev.nodeId : "";
   switch (ev.type) {
     case "accepted":
@@ -802,6 +804,7 @@ async function start(req) {
   if (run.active) return;
   run = newRun();
   run.request = req;
+  startRecording(req);
   run.active = true;
   run.started = performance.now();
   // What runs is on show: a preview pending from the last keystroke

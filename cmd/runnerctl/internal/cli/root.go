@@ -135,6 +135,7 @@ variable, since flags show in process listings).`,
 		newGraphCmd(env),
 		newTokenCmd(env),
 		newValidateCmd(env),
+		newTestCmd(env),
 	)
 	return root
 }

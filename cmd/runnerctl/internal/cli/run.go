@@ -21,8 +21,9 @@ import (
 )
 
 type runFlags struct {
-	input string
-	json  bool
+	input    string
+	json     bool
+	saveTest string
 }
 
 func newRunCmd(env *Env, g *global) *cobra.Command {
@@ -52,6 +53,7 @@ consent, 4 unauthorized or runner unavailable.`,
 	}
 	cmd.Flags().StringVar(&f.input, "input", "", "the execution input: a JSON value or a file holding one")
 	cmd.Flags().BoolVar(&f.json, "json", false, "copy the NDJSON stream through even on a terminal")
+	cmd.Flags().StringVar(&f.saveTest, "save-test", "", "write a test case of the finished run to this file (runnerctl test; docs/testing.md)")
 	return cmd
 }
 
@@ -87,7 +89,7 @@ func terminalSize(w io.Writer) (width, height int, ok bool) {
 	return width, height, true
 }
 
-func runExecution(ctx context.Context, env *Env, g *global, f *runFlags, name string) error {
+func runExecution(ctx context.Context, env *Env, g *global, f *runFlags, name string) (err error) {
 	src, err := readSource(env, name)
 	if err != nil {
 		return exit(ExitInvalid, err)
@@ -100,11 +102,26 @@ func runExecution(ctx context.Context, env *Env, g *global, f *runFlags, name st
 	if err != nil {
 		return exit(ExitInvalid, fmt.Errorf("%s: %w", name, err))
 	}
+	var saved *savedRun
+	if f.saveTest != "" {
+		if body, err = traced(body); err != nil {
+			return exit(ExitInvalid, fmt.Errorf("%s: %w", name, err))
+		}
+		saved = &savedRun{}
+	}
 	stream, err := g.client(env).Execute(ctx, body)
 	if err != nil {
 		return refusal(env, err, f.json)
 	}
 	defer stream.Close()
+	if saved != nil {
+		stream.Observe = saved.observe
+		defer func() {
+			if serr := saved.save(f.saveTest, name, body); serr != nil && err == nil {
+				err = exit(ExitFailed, serr)
+			}
+		}()
+	}
 	width, height, tty := terminalSize(env.Out)
 	if f.json || !tty {
 		return passthrough(env, stream)

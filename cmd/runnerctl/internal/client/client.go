@@ -130,6 +130,9 @@ func (c *Client) Execute(ctx context.Context, body []byte) (*Stream, error) {
 type Stream struct {
 	body io.ReadCloser
 	r    *bufio.Reader
+	// Observe, when set, is told of every event Next decodes (run
+	// --save-test keeps them).
+	Observe func(protocol.Event)
 }
 
 // MaxLineBytes bounds one event line: a runner's own maxEventBytes is far
@@ -166,6 +169,9 @@ func (s *Stream) Next() ([]byte, protocol.Event, error) {
 		return nil, nil, err
 	}
 	ev, derr := Decode(line)
+	if s.Observe != nil && ev != nil {
+		s.Observe(ev)
+	}
 	return line, ev, derr
 }
 

@@ -1,12 +1,12 @@
 //go:build nocode
 
-package main
+package wiring
 
 import (
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/infra/config"
 )
 
-// codePool is nil: a nocode build runs no code node (CODE=off,
+// CodePool is nil: a nocode build runs no code node (CODE=off,
 // docs/deploy.md) and needs no worker; RUNNER_CODE_WORKER is ignored.
-func codePool(config.Config, engine.Limits) (engine.CodeRunner, error) { return nil, nil }
+func CodePool(config.Config, engine.Limits) (engine.CodeRunner, error) { return nil, nil }
