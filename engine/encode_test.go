@@ -35,7 +35,7 @@ func TestAppendJSON(t *testing.T) {
 		{"escapes", "\x00\x01\b\f\n\r\t\x1f\"\\/\u2028\u2029\x7f"},
 		{"invalid UTF-8", "a\xffb\xc3"},
 		{"unicode", "héllo, 世界 😀"},
-		{"numbers", []any{0.0, -0.0, 1.5, 1e21, 1e20, 1e-6, 1e-7, 123456789.0, -3.25e-10, math.MaxFloat64, math.SmallestNonzeroFloat64}},
+		{"numbers", []any{0.0, math.Copysign(0, -1), 1.5, 1e21, 1e20, 1e-6, 1e-7, 123456789.0, -3.25e-10, math.MaxFloat64, math.SmallestNonzeroFloat64}},
 		{"json.Number", json.Number("12.50")},
 		{"bools", []any{true, false}},
 		{"sorted keys", map[string]any{"b": 1.0, "a": []any{}, "<": map[string]any{}, "é": nil}},
