@@ -384,6 +384,9 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 		}
 	}()
 	if c := r.nodes.Add(1); c > r.nodeCeiling() {
+		// Refused, not run: what the batches reserved may have taken the
+		// room first, and the count stays within the ceiling.
+		r.nodes.Add(-1)
 		ne := r.overNodes()
 		gr.emitFailed(n, 1, 0, ne, false)
 		return nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}
