@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,8 +42,8 @@ type batchDoc struct {
 	ExecutionID string                `json:"executionId"`
 	Request     json.RawMessage       `json:"request"`
 	Node        string                `json:"node"`
-	Start       int                   `json:"start"`
-	Items       []json.RawMessage     `json:"items"`
+	Start       int                   `json:"start,omitempty"`
+	Items       []json.RawMessage     `json:"items,omitempty"` // the parent writes them (batchPayload)
 	Concurrency int                   `json:"concurrency"`
 	Scope       map[string]batchState `json:"scope,omitempty"`
 	DeadlineMs  int64                 `json:"deadlineMs"`
@@ -51,7 +52,7 @@ type batchDoc struct {
 	NodeDeadlineMs int64 `json:"nodeDeadlineMs,omitempty"`
 	// MaxNodes is the most nodes the batch may start: its share of what
 	// remained of the execution's maxNodes when it was sent (distribute_count.go).
-	MaxNodes int64 `json:"maxNodes"`
+	MaxNodes int64 `json:"maxNodes,omitempty"`
 	// Learned is what the parent's redactor had learned (values built from
 	// secrets) when it sent the batch, which the child knows before it
 	// runs anything; LearnCaps, the totals the child's may reach: that
@@ -149,12 +150,23 @@ func (e *Engine) ServeBatch(ctx context.Context, event []byte, w io.Writer) erro
 	if l := x.redact.learnedSince(); !l.empty() {
 		end.Learned = &l
 	}
-	line, err := json.Marshal(end)
+	line, err := encodeEnd(end)
 	if err != nil {
-		line, _ = json.Marshal(batchEnd{Type: batchEndType, Failure: &batchFailure{NodeID: b.Node, Code: protocol.CodeFailed, Message: "the batch's outputs cannot be encoded"}})
+		line, _ = encodeEnd(&batchEnd{Type: batchEndType, Failure: &batchFailure{NodeID: b.Node, Code: protocol.CodeFailed, Message: "the batch's outputs cannot be encoded"}})
 	}
-	_, err = bw.Write(append(line, '\n'))
+	_, err = bw.Write(line)
 	return err
+}
+
+// encodeEnd is the end line, HTML escaping off: the outputs in it were
+// written without (run.marshal), and escaping them again as they are
+// copied would make each < six bytes of a line the parent bounds.
+func encodeEnd(end *batchEnd) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(end)
+	return buf.Bytes(), err
 }
 
 // runBatch runs the items of one batch in the scope the parent's map had.

@@ -100,34 +100,35 @@ func prepareDistribute(c *Compiler) *distribution {
 	return d
 }
 
-// batch is a run of consecutive items sent to one child.
+// batch is a run of consecutive items sent to one child: n items from
+// start, size bytes of JSON with their commas.
 type batch struct {
-	start int
-	items []json.RawMessage
+	start, n int
+	size     int64
 }
 
-// batches cuts items into batches of at most size items whose encoded
-// items fit in room bytes. An item alone over room is an error naming it.
-func batches(items []json.RawMessage, size int, room int) ([]batch, error) {
+// batches cuts items, of the JSON sizes given, into batches of at most
+// size items that fit in room bytes. An item alone over room is an error
+// naming it.
+func batches(sizes []int64, size int, room int64) ([]batch, error) {
 	var out []batch
 	cur := batch{}
-	used := 0
-	for i, it := range items {
-		n := len(it) + 1 // and its comma
+	for i, s := range sizes {
+		n := s + 1 // and its comma
 		if n > room {
-			return nil, Errorf(protocol.CodeLimitExceeded, "item %d is %d bytes encoded, over what one child invocation's event can carry (%d bytes with the request)", i, len(it), room)
+			return nil, Errorf(protocol.CodeLimitExceeded, "item %d is %d bytes encoded, over what one child invocation's event can carry (%d bytes with the request)", i, s, room)
 		}
-		if len(cur.items) > 0 && (len(cur.items) == size || used+n > room) {
+		if cur.n > 0 && (cur.n == size || cur.size+n > room) {
 			out = append(out, cur)
-			cur, used = batch{}, 0
+			cur = batch{}
 		}
-		if len(cur.items) == 0 {
+		if cur.n == 0 {
 			cur.start = i
 		}
-		cur.items = append(cur.items, it)
-		used += n
+		cur.n++
+		cur.size += n
 	}
-	if len(cur.items) > 0 {
+	if cur.n > 0 {
 		out = append(out, cur)
 	}
 	return out, nil
@@ -141,15 +142,8 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	if fo == nil || r.x.body == nil {
 		return nil, Errorf(protocol.CodeInvocationFailed, "this runner has no fan-out client configured")
 	}
-	enc := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		b, err := json.Marshal(it)
-		if err != nil {
-			return nil, Errorf(protocol.CodeFailed, "item %d cannot be encoded: %v", i, err)
-		}
-		enc[i] = b
-	}
-	scope, err := outerStates(call)
+	scope, held, err := outerStates(ctx, call)
+	defer held.release()
 	if err != nil {
 		return nil, err
 	}
@@ -164,23 +158,43 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	if !r.deadline.IsZero() && deadline.Before(r.deadline) {
 		head.DeadlineMs, head.NodeDeadlineMs = r.deadline.UnixMilli(), deadline.UnixMilli()
 	}
-	probe, err := json.Marshal(batchEvent{Batch: &head})
+	// The event's fields but a batch's own, encoded once for every batch
+	// (batchPayload).
+	common, err := encodeBatchHead(&head)
 	if err != nil {
 		return nil, Errorf(protocol.CodeFailed, "batch event: %v", err)
 	}
-	room := MaxBatchPayloadBytes - len(probe) - 64
+	room := int64(MaxBatchPayloadBytes - len(common) - batchTailBytes)
 	if len(r.x.secretValues) > 0 {
 		room -= learnedDocBytes // what the redactor learned rides along
 	}
 	if room <= 0 {
-		return nil, Errorf(protocol.CodeLimitExceeded, "the request and the outer nodes' outputs take %d bytes, over what one child invocation's event can carry (%d bytes)", len(probe), MaxBatchPayloadBytes)
+		return nil, Errorf(protocol.CodeLimitExceeded, "the request and the outer nodes' outputs take %d bytes, over what one child invocation's event can carry (%d bytes)", len(common), MaxBatchPayloadBytes)
+	}
+	// Each item is sized as it will be written, never encoded here: a
+	// batch's items are encoded into its event when it is sent, charged
+	// to the memory budget while the event is held (batchPayload).
+	sizes := make([]int64, len(items))
+	for i, it := range items {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		n, err := sizeAuthor(fmt.Sprintf("item %d", i), it, room)
+		if err != nil {
+			var ne *NodeError
+			if errors.As(err, &ne) && ne.Code == protocol.CodeLimitExceeded && !strings.Contains(ne.Message, "nests") {
+				ne.Message += fmt.Sprintf(", over what one child invocation's event can carry (%d bytes with the request)", room)
+			}
+			return nil, err
+		}
+		sizes[i] = n
 	}
 	inv := min(s.dist.invocations, r.x.limits.MaxFanOutInvocations)
 	size := s.dist.batchSize
 	if size == 0 {
 		size = (len(items) + inv - 1) / inv
 	}
-	bs, err := batches(enc, max(1, size), room)
+	bs, err := batches(sizes, max(1, size), room)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +235,7 @@ loop:
 			<-slots
 			break
 		}
-		count := &batchCount{items: int64(len(b.items))}
+		count := &batchCount{items: int64(b.n)}
 		for {
 			mu.Lock()
 			busy := inFlight
@@ -232,7 +246,7 @@ loop:
 			if busy == 0 {
 				mu.Lock()
 				if first == nil {
-					first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+len(b.items)-1)
+					first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+b.n-1)
 				}
 				mu.Unlock()
 				<-all
@@ -249,8 +263,10 @@ loop:
 		}
 		remaining -= count.items
 		doc := head
-		doc.Start, doc.Items = b.start, b.items
+		doc.Start = b.start
 		doc.MaxNodes = count.allowance
+		part := items[b.start : b.start+b.n]
+		bsize := b.size
 		mu.Lock()
 		inFlight++
 		mu.Unlock()
@@ -261,7 +277,7 @@ loop:
 		go func() {
 			defer wg.Done()
 			defer func() { <-all; <-slots }()
-			vals, err := s.runBatch(ctx, call, fo, &doc, count)
+			vals, err := s.runBatch(ctx, call, fo, &doc, batchItems{common: common, items: part, size: bsize}, count)
 			r.settleNodes(count)
 			mu.Lock()
 			defer mu.Unlock()
@@ -302,14 +318,16 @@ func (r *run) fanOutSlots() chan struct{} {
 }
 
 // outerStates returns the states of the top-level nodes the map may read
-// (its ancestors that have ended), as a batch carries them.
-func outerStates(call *Call) (map[string]batchState, error) {
+// (its ancestors that have ended), as a batch carries them, with what
+// their outputs' JSON holds of the memory budget until the map ends.
+func outerStates(ctx context.Context, call *Call) (map[string]batchState, heldBytes, error) {
 	g := call.gr.g
 	i, ok := g.index[call.n.id]
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := map[string]batchState{}
+	var held heldBytes
 	top := sight{g: g, i: i} // a distributed map is a top-level node
 	for _, id := range top.Ancestors() {
 		k := g.index[id]
@@ -319,32 +337,113 @@ func outerStates(call *Call) (map[string]batchState, error) {
 		}
 		bs := batchState{Status: st.status}
 		if st.output != nil {
-			b, err := json.Marshal(st.output)
+			a, err := call.r.encodeAuthor(ctx, "the output of node "+id+", which the batches carry", st.output, MaxBatchPayloadBytes)
 			if err != nil {
-				return nil, Errorf(protocol.CodeFailed, "output of node %s cannot be encoded for the batches: %v", id, err)
+				return nil, held, err
 			}
-			bs.Output = b
+			held = append(held, a)
+			bs.Output = a.B
 		}
 		if st.err != nil {
 			bs.Error = &protocol.NodeError{Code: st.err.Code, Message: st.err.Message}
 		}
 		out[id] = bs
 	}
-	return out, nil
+	return out, held, nil
+}
+
+// heldBytes are encoded values charged until the caller releases them.
+type heldBytes []*authorBytes
+
+func (h heldBytes) release() {
+	for _, a := range h {
+		a.release()
+	}
+}
+
+// batchItems are a batch's items, to be encoded into its event: common is
+// the event's encoding without the batch's own fields (encodeBatchHead),
+// size the items' JSON with their commas.
+type batchItems struct {
+	common []byte
+	items  []any
+	size   int64
+}
+
+// batchOwn are the fields of batchDoc each batch has of its own, which
+// batchPayload writes after the common ones.
+type batchOwn struct {
+	Start     int         `json:"start,omitempty"`
+	MaxNodes  int64       `json:"maxNodes"`
+	Learned   *learnedSet `json:"learned,omitempty"`
+	LearnCaps *learnCaps  `json:"learnCaps,omitempty"`
+}
+
+// batchTailBytes is room for a batch's own fields but its items and what
+// it learned: start, maxNodes and the syntax around them.
+const batchTailBytes = 128
+
+// encodeBatchHead encodes the event of a batch without its own fields
+// (start, maxNodes, learned, items: all omitted when empty), HTML
+// escaping off.
+func encodeBatchHead(head *batchDoc) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(batchEvent{Batch: head}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// batchPayload is doc's event: the common part, the batch's own fields
+// and its items, sized before and charged to the memory budget while the
+// caller holds it, each item encoded once into it (appendJSON).
+func (r *run) batchPayload(ctx context.Context, what string, doc *batchDoc, b batchItems) (*authorBytes, error) {
+	own, err := json.Marshal(batchOwn{Start: doc.Start, MaxNodes: doc.MaxNodes, Learned: doc.Learned, LearnCaps: doc.LearnCaps})
+	if err != nil {
+		return nil, Errorf(protocol.CodeFailed, "%s: encoding its event: %v", what, err)
+	}
+	// common is {"runnerFanOutBatch":{...}}, own is {...}: the event is
+	// common's members, own's, then the items, closed twice.
+	const items, end = `,"items":[`, "]}}"
+	n := int64(len(b.common)-2+1+len(own)-2+len(items)+len(end)) + b.size
+	a, err := r.chargeAuthor(what+"'s event", n)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, n)
+	buf = append(append(buf, b.common[:len(b.common)-2]...), ',')
+	buf = append(append(buf, own[1:len(own)-1]...), items...)
+	for i, it := range b.items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if buf, err = appendJSON(ctx, buf, it); err != nil {
+			a.release()
+			return nil, encodeError(fmt.Sprintf("%s: item %d", what, doc.Start+i), err)
+		}
+	}
+	a.B = append(buf, end...)
+	return a, nil
 }
 
 // runBatch runs one batch in a child invocation and forwards its events.
 // It returns the batch's outputs, or the failure that ends the map.
-func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc, count *batchCount) ([]any, error) {
+func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc, items batchItems, count *batchCount) ([]any, error) {
 	r := call.r
 	defer r.x.redact.release(doc.share)
-	last := doc.Start + len(doc.Items) - 1
+	last := doc.Start + len(items.items) - 1
 	what := fmt.Sprintf("batch of items %d to %d", doc.Start, last)
-	payload, err := json.Marshal(batchEvent{Batch: doc})
+	payload, err := r.batchPayload(ctx, what, doc, items)
 	if err != nil {
-		return nil, Errorf(protocol.CodeFailed, "%s: encoding its event: %v", what, err)
+		return nil, err
 	}
-	rc, err := fo.Invoke(ctx, payload)
+	// The event is sent once Invoke returns (it retries a throttled
+	// invocation inside).
+	rc, err := fo.Invoke(ctx, payload.B)
+	payload.release()
+	payload.B = nil
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -388,8 +487,8 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 	if f := end.Failure; f != nil {
 		return nil, &graphFailure{nodeID: f.NodeID, err: &NodeError{Code: f.Code, Message: r.x.redact.String(f.Message)}}
 	}
-	if len(end.Outputs) != len(doc.Items) {
-		return nil, Errorf(protocol.CodeInvocationFailed, "%s: the child returned %d outputs for %d items", what, len(end.Outputs), len(doc.Items))
+	if len(end.Outputs) != len(items.items) {
+		return nil, Errorf(protocol.CodeInvocationFailed, "%s: the child returned %d outputs for %d items", what, len(end.Outputs), len(items.items))
 	}
 	// The iterations' outputs were held in the child; here they are held
 	// again until the map ends, as an in-process map holds them. Each is

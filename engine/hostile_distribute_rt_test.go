@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,16 +214,29 @@ func TestRTDistributeParentMemory(t *testing.T) {
 			body := `{"version":1,"workflow":` + wf + `}`
 			rec := recordBatch(t, mod, body)
 			t.Logf("one child's stream: %d bytes (%d lines)", len(rec), bytes.Count(rec, []byte("\n")))
-			parent, _ := fanEngines(mod)
-			rp := &replayFanOut{stream: rec, gate: make(chan struct{})}
-			parent.Services.FanOut = rp
-			var s *recSink
-			go func() { time.Sleep(50 * time.Millisecond); close(rp.gate) }()
-			start := time.Now()
-			peak := heapPeak(func() { s, _ = fanRun(t, nil, parent, body) })
-			el := time.Since(start)
+			// The collector at work after every 10% of growth, so that the
+			// heap stays near what is live (as GOMEMLIMIT keeps it under
+			// RUNNER_MEMORY_MB), and the least of three peaks: what the
+			// collector had not yet reclaimed, more on a loaded machine
+			// or beside other tests of the package, is not the parent's.
+			defer debug.SetGCPercent(debug.SetGCPercent(10))
+			var (
+				s    *recSink
+				rp   *replayFanOut
+				el   time.Duration
+				peak int64 = math.MaxInt64
+			)
+			for range 3 {
+				parent, _ := fanEngines(mod)
+				rp = &replayFanOut{stream: rec, gate: make(chan struct{})}
+				parent.Services.FanOut = rp
+				go func() { time.Sleep(50 * time.Millisecond); close(rp.gate) }()
+				start := time.Now()
+				peak = min(peak, heapPeak(func() { s, _ = fanRun(t, nil, parent, body) }))
+				el = time.Since(start)
+			}
 			term := rtLastLine(streamText(s))
-			t.Logf("%d invocations; parent heap peak +%d MiB in %v; %s", rp.calls.Load(), peak>>20, el.Round(time.Millisecond), term)
+			t.Logf("%d invocations; parent heap peak +%d MiB (least of 3) in %v; %s", rp.calls.Load(), peak>>20, el.Round(time.Millisecond), term)
 			local, _ := wtEngine(mod)
 			inBody := strings.Replace(body, fmt.Sprintf(`"distribute":{"batchSize":%d,"invocations":%d},`, tc.perBatch, tc.inv), "", 1)
 			var ls *recSink

@@ -7,11 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/runnerd/lambda-runner/engine/lang"
 )
 
-// jsonSizeWithin reports how many bytes json.Marshal makes of v, walking
+// jsonSizeWithin reports how many bytes appendJSON writes of v (as
+// encoding/json with HTML escaping off: <, > and & are one byte), walking
 // no further than limit: it returns (n, true) when n <= limit, and
 // (m, false) for some m > limit as soon as the walk passes it.
 //
@@ -65,7 +64,7 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 		s.n += 4
 		return
 	case string:
-		s.n += lang.JSONStringSize(v)
+		s.n += jsonStringSize(v)
 		return
 	case float64:
 		s.n += int64(s.floatSize(v))
@@ -102,7 +101,7 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 			if s.over() {
 				return
 			}
-			s.n += lang.JSONStringSize(k) + 1
+			s.n += jsonStringSize(k) + 1
 			s.value(reflect.Value{}, e)
 		}
 		return
@@ -124,7 +123,7 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 		}
 		s.value(rv.Elem(), rv.Elem().Interface())
 	case reflect.String:
-		s.n += lang.JSONStringSize(rv.String())
+		s.n += jsonStringSize(rv.String())
 	case reflect.Bool:
 		s.n += 5
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -138,7 +137,7 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 			s.n += 4
 			return
 		}
-		if rv.Type().Elem().Kind() == reflect.Uint8 {
+		if rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
 			s.n += 2 + int64((rv.Len()+2)/3*4) // base64
 			return
 		}
@@ -171,7 +170,7 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 			}
 			k := it.Key()
 			if k.Kind() == reflect.String {
-				s.n += lang.JSONStringSize(k.String()) + 1
+				s.n += jsonStringSize(k.String()) + 1
 			} else {
 				s.n += 2 + 24 + 1 // a number key, quoted
 			}
@@ -247,7 +246,7 @@ func clip(v any, budget int64) (any, int64) {
 		slices.Sort(keys)
 		out, used := make(map[string]any, 8), int64(2)
 		for _, k := range keys {
-			used += lang.JSONStringSize(k) + 1
+			used += jsonStringSize(k) + 1
 			c, n := clip(v[k], budget-used)
 			out[k] = c
 			if used += n + 1; used >= budget {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -220,7 +221,12 @@ func TestTraceTruncation(t *testing.T) {
 				got  json.RawMessage
 				full any
 			}{{"input", in, map[string]any{"value": want}}, {"output", out, want}} {
-				fullJSON, _ := json.Marshal(c.full)
+				// As the events write it: HTML escaping off.
+				var fb bytes.Buffer
+				enc := json.NewEncoder(&fb)
+				enc.SetEscapeHTML(false)
+				_ = enc.Encode(c.full)
+				fullJSON := bytes.TrimSuffix(fb.Bytes(), []byte("\n"))
 				if !tt.truncated {
 					wtSameJSON(t, c.what, c.got, string(fullJSON))
 					continue

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -93,13 +92,17 @@ type codeStep struct{ code string }
 func (codeStep) timesItsWork() {}
 
 func (s codeStep) Run(ctx context.Context, call *Call) (any, error) {
-	input, err := json.Marshal(call.WithMap()["input"])
-	if err != nil {
-		return nil, Errorf(protocol.CodeExpressionError, "with.input is not JSON: %v", err)
-	}
 	l := call.Limits()
+	// Sized, charged and encoded once (encodeAuthor), held until the
+	// worker has answered: the frame is written from these bytes. More
+	// than the worker may hold could never be parsed there.
+	input, err := call.r.encodeAuthor(ctx, "with.input", call.WithMap()["input"], l.MaxCodeMemory)
+	if err != nil {
+		return nil, err
+	}
+	defer input.release()
 	rep, err := call.codeRunner().EvalWith(ctx, sandbox.Request{
-		Code: s.code, Input: input, MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxCodeLogBytes,
+		Code: s.code, Input: input.B, MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxCodeLogBytes,
 	}, call.sandboxOptions())
 	var se *sandbox.Error
 	switch {

@@ -349,6 +349,18 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 		return call.Authorize(ctx, protocol.ActionHTTPRequest, host)
 	}
 
+	// A JSON body is the author's value: sized, charged and encoded once
+	// (encodeAuthor), held until the request is done.
+	switch req.Body.(type) {
+	case nil, string, []byte:
+	default:
+		body, err := call.r.encodeAuthor(ctx, "with.body", req.Body, call.Limits().MemoryBudget)
+		if err != nil {
+			return nil, err
+		}
+		defer body.release()
+		req.Body = json.RawMessage(body.B)
+	}
 	res, err := call.services().http.Do(ctx, req)
 	if err != nil {
 		return nil, httpError(ctx, err)

@@ -272,14 +272,16 @@ func (r *run) usageSnapshot() protocol.Usage {
 	}
 }
 
-// marshal encodes a value for the wire with every secret redacted.
+// marshal encodes a value for the wire with every secret redacted, as
+// the one encoder of author values writes it (appendJSON: HTML escaping
+// off, as the event writer's); its callers have sized it.
 func (r *run) marshal(v any) (json.RawMessage, error) {
-	b, err := json.Marshal(v)
+	b, err := appendJSON(context.Background(), nil, v)
 	if err != nil {
 		return nil, err
 	}
 	red := r.x.redact.Bytes(b)
-	// What json.Marshal made is valid, whatever its depth (json.Valid
+	// What appendJSON made is valid, whatever its depth (json.Valid
 	// refuses nesting past 10,000, which made a deep output, no secret in
 	// it, "[REDACTED]"): only a changed text is checked.
 	if !bytes.Equal(red, b) && !json.Valid(red) {
@@ -395,6 +397,9 @@ func (gr *graphRun) runNode(ctx context.Context, i int) (st nodeState, f *graphF
 		}
 	}()
 	if c := r.nodes.Add(1); c > r.nodeCeiling() {
+		// Refused, not run: what the batches reserved may have taken the
+		// room first, and the count stays within the ceiling.
+		r.nodes.Add(-1)
 		ne := r.overNodes()
 		gr.emitFailed(n, 1, 0, ne, false)
 		return nodeState{status: protocol.NodeStatusFailed, err: ne}, &graphFailure{nodeID: id, err: ne}

@@ -278,7 +278,14 @@ func TruncatedPrefix(b []byte, total, limit int) json.RawMessage {
 		for n > 0 && n < len(b) && !utf8.RuneStart(b[n]) {
 			n--
 		}
-		m, _ := json.Marshal(map[string]any{"$truncated": true, "bytes": total, "preview": string(b[:n])})
+		// HTML escaping off, as the events are written: a preview of
+		// JSON holding < would take six bytes for each, and the cut
+		// below assumes at most two.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(map[string]any{"$truncated": true, "bytes": total, "preview": string(b[:n])})
+		m := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		if len(m) <= limit || n == 0 {
 			return m
 		}

@@ -35,7 +35,8 @@ type Request struct {
 	Headers map[string]string
 	// Body is nil for none; a string is sent as text/plain (UTF-8) and
 	// []byte as application/octet-stream unless Headers set Content-Type;
-	// anything else is sent as JSON.
+	// a json.RawMessage is sent as it is, as JSON; anything else is
+	// encoded as JSON.
 	Body any
 	// Timeout is the node's timeoutMs; 0 means the policy's or the
 	// runner's. The shortest of the three, and ctx's deadline, applies.
@@ -125,6 +126,10 @@ func encodeBody(body any) (data []byte, contentType string, err error) {
 		return nil, "", nil
 	case string:
 		return []byte(b), "text/plain; charset=utf-8", nil
+	case json.RawMessage:
+		// Encoded by the caller (the engine's encoder of author values,
+		// which sized and charged it): sent as it is, not copied again.
+		return b, "application/json", nil
 	case []byte:
 		return b, "application/octet-stream", nil
 	}

@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"io"
+
+	"github.com/runnerd/lambda-runner/engine/jsonweight"
 )
 
 // The parent and a worker talk over the worker's stdin and stdout in
@@ -23,8 +25,11 @@ const WorkerArg = "sandbox-worker"
 // argument, input, and the bounds of what it may return and log.
 type Request struct {
 	Code string `json:"code"`
-	// Input is the argument as JSON ("null" when empty).
-	Input          json.RawMessage `json:"input"`
+	// Input is the argument as JSON ("null" when empty), written into the
+	// frame as it is: the caller encodes it (the engine's one encoder for
+	// author values, which sized and charged it), and the worker's
+	// JSON.parse refuses what is not JSON.
+	Input          json.RawMessage `json:"input,omitempty"`
 	MaxOutputBytes int64           `json:"maxOutputBytes"`
 	MaxLogBytes    int64           `json:"maxLogBytes"`
 	// Check asks the worker only to parse Code as it would compile it,
@@ -42,15 +47,61 @@ type Reply struct {
 	Error *Error   `json:"error,omitempty"`
 }
 
-// WriteFrame writes v as one frame.
+// WriteFrame writes v as one frame, without HTML escaping (a value is not
+// HTML: < is one byte, not six). A Request's Input and a Reply's Output,
+// the parts of a frame an author makes large, are written as they are,
+// never copied into the frame: the rest is encoded, and the frame goes out
+// in three writes.
 func WriteFrame(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var field string
+	var raw json.RawMessage
+	switch x := v.(type) {
+	case Request:
+		field, raw, x.Input = "input", x.Input, nil
+		v = x
+	case *Request:
+		r := *x
+		field, raw, r.Input = "input", r.Input, nil
+		v = r
+	case Reply:
+		field, raw, x.Output = "output", x.Output, nil
+		v = x
+	case *Reply:
+		r := *x
+		field, raw, r.Output = "output", r.Output, nil
+		v = r
+	}
+	var buf bytes.Buffer
+	buf.Write([]byte{0, 0, 0, 0})
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	buf := make([]byte, 4, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	_, err = w.Write(append(buf, b...))
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(raw) == 0 {
+		binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+		_, err := w.Write(b)
+		return err
+	}
+	// b is {...}: the raw member goes in before its closing brace.
+	b = b[:len(b)-1]
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
+	}
+	b = append(append(append(b, '"'), field...), `":`...)
+	n := len(b) - 4 + len(raw) + 1
+	if int64(n) > 1<<32-1 {
+		return ErrFrameTooLarge
+	}
+	binary.BigEndian.PutUint32(b, uint32(n))
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	if _, err := w.Write(raw); err != nil {
+		return err
+	}
+	_, err := w.Write([]byte{'}'})
 	return err
 }
 

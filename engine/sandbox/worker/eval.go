@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -21,14 +22,14 @@ var errLogLimit = errors.New("console output limit")
 // has the language's built-ins and console.log, nothing else: no require,
 // no timers, no I/O.
 func Eval(req sandbox.Request) (rep sandbox.Reply) {
-	defer func() {
-		if p := recover(); p != nil {
-			rep = sandbox.Reply{Error: &sandbox.Error{Kind: sandbox.KindCrashed, Message: clip(fmt.Sprintf("internal error in the JavaScript engine: %v", p))}}
-		}
-	}()
 	vm := goja.New()
 	vm.SetMaxCallStackSize(MaxCallStack)
 	logs := &console{vm: vm, max: req.MaxLogBytes}
+	defer func() {
+		if p := recover(); p != nil {
+			rep = sandbox.Reply{Error: recovered(p, logs), Logs: logs.lines}
+		}
+	}()
 	c := vm.NewObject()
 	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
 		_ = c.Set(name, logs.log)
@@ -59,7 +60,10 @@ func Eval(req sandbox.Request) (rep sandbox.Reply) {
 	if err != nil {
 		return sandbox.Reply{Error: runError(err, logs), Logs: logs.lines}
 	}
-	if p, ok := ret.Export().(*goja.Promise); ok {
+	// Whether it is a promise is asked of its type alone: exporting a
+	// value runs its getters and a proxy's traps, the author's code.
+	if o, ok := ret.(*goja.Object); ok && o.ExportType() == promiseType {
+		p := o.Export().(*goja.Promise)
 		switch p.State() {
 		case goja.PromiseStateFulfilled:
 			ret = p.Result()
@@ -81,6 +85,27 @@ func Eval(req sandbox.Request) (rep sandbox.Reply) {
 		return sandbox.Reply{Error: &sandbox.Error{Kind: sandbox.KindOutput, Message: fmt.Sprintf("the return value is %d bytes of JSON, over maxOutputBytes (%d)", len(out), req.MaxOutputBytes)}, Logs: logs.lines}
 	}
 	return sandbox.Reply{Output: []byte(out), Logs: logs.lines}
+}
+
+var promiseType = reflect.TypeFor[*goja.Promise]()
+
+// recovered says what a panic out of the engine was. The author's code
+// runs wherever the engine reads a value (a getter, toJSON, a proxy's
+// trap, toString), and what it throws there reaches Go as a panic of the
+// thrown value: that is the code's error (CODE_ERROR), as a throw from
+// its body is. Anything else is the engine's own fault.
+func recovered(p any, logs *console) *sandbox.Error {
+	switch p := p.(type) {
+	case *goja.Exception:
+		return thrown(p.Value(), 0, 0)
+	case *goja.InterruptedError:
+		return runError(p, logs)
+	case *goja.StackOverflowError:
+		return runError(p, logs)
+	case goja.Value:
+		return thrown(p, 0, 0)
+	}
+	return &sandbox.Error{Kind: sandbox.KindCrashed, Message: clip(fmt.Sprintf("internal error in the JavaScript engine: %v", p))}
 }
 
 // console collects what console.log writes, up to max bytes.

@@ -65,6 +65,23 @@ func TestEval(t *testing.T) {
 		{name: "caught recursion is still the limit", code: "function f() { try { return f() } catch (e) { return 0 } } return f()", kind: sandbox.KindStack},
 		{name: "output", code: "return 'x'.repeat(5 << 20)", kind: sandbox.KindOutput},
 		{name: "logs", code: "for (;;) console.log('x'.repeat(1000))", kind: sandbox.KindLogs},
+		// Issue 45: what the code throws while its result is read is the
+		// code's error, not the engine's.
+		{name: "getter throws", code: "return {get x() { throw new Error('e') }}", kind: sandbox.KindThrown, msg: "Uncaught Error: e"},
+		{name: "getter throws a number", code: "return {get x() { throw 42 }}", kind: sandbox.KindThrown, msg: "Uncaught 42"},
+		{name: "getter throws an object", code: "return {get x() { throw {toString() { return 'obj' }} }}", kind: sandbox.KindThrown, msg: "Uncaught obj"},
+		{name: "toJSON throws", code: "return {toJSON() { throw new RangeError('no json') }}", kind: sandbox.KindThrown, msg: "RangeError: no json"},
+		{name: "nested getter throws", code: "return [1, {a: {get b() { throw new Error('deep') }}}]", kind: sandbox.KindThrown, msg: "deep"},
+		{name: "proxy get trap throws", code: "return new Proxy({a: 1}, {get() { throw new Error('trap') }})", kind: sandbox.KindThrown, msg: "trap"},
+		{name: "proxy ownKeys trap throws", code: "return new Proxy({}, {ownKeys() { throw new Error('keys') }})", kind: sandbox.KindThrown, msg: "keys"},
+		{name: "proxy of an array whose get trap throws", code: "return new Proxy([1], {get(t, k) { if (k === '0') throw new Error('idx'); return Reflect.get(t, k) }})", kind: sandbox.KindThrown, msg: "idx"},
+		{name: "promise of a throwing getter", code: "return Promise.resolve({get x() { throw new Error('later') }})", kind: sandbox.KindThrown, msg: "later"},
+		{name: "then getter throws", code: "return {get then() { throw new Error('then') }}", kind: sandbox.KindThrown},
+		{name: "thrown value whose toString throws", code: "return {get x() { throw {toString() { throw 1 }} }}", kind: sandbox.KindThrown},
+		{name: "console.log of a throwing toString", code: "console.log({toString() { throw new Error('ts') }, toJSON() { throw new Error('tj') }}); return 1", kind: sandbox.KindThrown},
+		// Markup is not escaped as HTML: it costs its bytes.
+		{name: "markup", code: "return '<a href=\"x\">&amp;</a>'", want: `"<a href=\"x\">&amp;</a>"`},
+		{name: "output of < up to the cap", code: "return '<'.repeat((4 << 20) - 2)", want: `"` + strings.Repeat("<", 4<<20-2) + `"`},
 		{name: "caught log limit", code: "for (;;) try { console.log('x'.repeat(1000)) } catch (e) {}", kind: sandbox.KindLogs},
 	}
 	for _, tc := range cases {
