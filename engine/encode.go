@@ -131,7 +131,7 @@ func (e *jsonAppender) value(v any, depth int) error {
 	case nil:
 		e.b = append(e.b, "null"...)
 	case string:
-		e.b = appendJSONString(e.b, v)
+		e.b = protocol.AppendString(e.b, v)
 		return e.check()
 	case float64:
 		return e.float(v)
@@ -173,7 +173,7 @@ func (e *jsonAppender) value(v any, depth int) error {
 			if i > 0 {
 				e.b = append(e.b, ',')
 			}
-			e.b = append(appendJSONString(e.b, k), ':')
+			e.b = append(protocol.AppendString(e.b, k), ':')
 			if err := e.value(v[k], depth+1); err != nil {
 				return err
 			}
@@ -200,7 +200,7 @@ func (e *jsonAppender) reflected(rv reflect.Value, depth int) error {
 		if rv.Type() == reflect.TypeFor[json.Number]() {
 			break
 		}
-		e.b = appendJSONString(e.b, rv.String())
+		e.b = protocol.AppendString(e.b, rv.String())
 		return e.check()
 	case reflect.Bool:
 		e.b = strconv.AppendBool(e.b, rv.Bool())
@@ -256,7 +256,7 @@ func (e *jsonAppender) reflected(rv reflect.Value, depth int) error {
 			if i > 0 {
 				e.b = append(e.b, ',')
 			}
-			e.b = append(appendJSONString(e.b, k), ':')
+			e.b = append(protocol.AppendString(e.b, k), ':')
 			x := rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key()))
 			if err := e.value(x.Interface(), depth+1); err != nil {
 				return err
@@ -292,57 +292,6 @@ func (e *jsonAppender) float(f float64) error {
 		e.b = e.b[:n-1]
 	}
 	return nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as encoding/json writes it with HTML
-// escaping off: controls, quotes, backslashes, U+2028, U+2029 escaped,
-// invalid UTF-8 as U+FFFD. jsonStringSize is its length.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(append(dst, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(dst, s[start:]...), '"')
 }
 
 // jsonStringSize is the length appendJSONString writes for s.

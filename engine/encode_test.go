@@ -139,8 +139,8 @@ func FuzzAppendJSON(f *testing.F) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("appendJSON = %s, %v\nencoding/json = %s", got, err, want)
 		}
-		if n := jsonStringSize(s); n != int64(len(appendJSONString(nil, s))) {
-			t.Fatalf("jsonStringSize = %d, wrote %d", n, len(appendJSONString(nil, s)))
+		if n := jsonStringSize(s); n != int64(len(protocol.AppendString(nil, s))) {
+			t.Fatalf("jsonStringSize = %d, wrote %d", n, len(protocol.AppendString(nil, s)))
 		}
 	})
 }

@@ -185,6 +185,12 @@ func (w *Writer) appendRaw(dst []byte, raw []byte) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// AppendString appends s quoted as a JSON string, exactly as
+// encoding/json writes it with HTML escaping off (a result is not HTML:
+// '<' is one byte, not six). The engine's encoder of author values writes
+// strings with it, so that the stream and what is sized agree.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendString appends s as a JSON string exactly as encoding/json does
 // with HTML escaping off: invalid UTF-8 becomes U+FFFD, and U+2028 and
 // U+2029 are escaped.
