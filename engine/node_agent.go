@@ -256,10 +256,11 @@ func toolSelected(filters []string, ts, tool string) bool {
 // maxToolName is the longest function name the providers accept.
 const maxToolName = 64
 
-// exposedName is "toolset__tool" with every character outside
-// [a-zA-Z0-9_-] replaced by '_', cut to 64 bytes, and made unique among
-// taken with a numeric suffix.
-func exposedName(ts, tool string, taken map[string]agentTool) string {
+// AgentToolName is the name an agent node shows a model for a toolset's
+// tool before it is made unique: "toolset__tool" with every character
+// outside [a-zA-Z0-9_-] replaced by '_', cut to 64 bytes (what providers
+// accept). runnerctl test reads a mocked model's tool calls by it.
+func AgentToolName(ts, tool string) string {
 	var b strings.Builder
 	for _, r := range ts + "__" + tool {
 		switch {
@@ -273,6 +274,13 @@ func exposedName(ts, tool string, taken map[string]agentTool) string {
 	if len(base) > maxToolName {
 		base = base[:maxToolName]
 	}
+	return base
+}
+
+// exposedName is AgentToolName(ts, tool) made unique among taken with a
+// numeric suffix.
+func exposedName(ts, tool string, taken map[string]agentTool) string {
+	base := AgentToolName(ts, tool)
 	name := base
 	for i := 2; ; i++ {
 		if _, dup := taken[name]; !dup {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -216,19 +217,7 @@ func exposed(name string, shown []string) string {
 	if !ok {
 		return name
 	}
-	var b strings.Builder
-	for _, r := range ts + "__" + tool {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	base := b.String()
-	if len(base) > 64 {
-		base = base[:64]
-	}
+	base := engine.AgentToolName(ts, tool)
 	for _, s := range shown {
 		if s == base {
 			return s
