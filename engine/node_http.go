@@ -349,6 +349,15 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 		return call.Authorize(ctx, protocol.ActionHTTPRequest, host)
 	}
 
+	// The URL with its query escaped is the author's value too (a control
+	// character is three bytes): charged as net/http holds it
+	// (encode_sent.go), held until the request is done.
+	sentURL, err := call.r.chargeAuthor("with.url and with.query (as the request holds them once escaped)", urlHeld*querySize(req.URL, req.Query))
+	if err != nil {
+		return nil, err
+	}
+	defer sentURL.release()
+
 	// A JSON body is the author's value: sized, charged and encoded once
 	// (encodeAuthor), held until the request is done.
 	switch req.Body.(type) {

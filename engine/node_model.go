@@ -270,6 +270,13 @@ func (c *Call) invokeModel(ctx context.Context, role string, req models.Request)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
+	// What the SDK writes of the request is charged before it writes it
+	// (encode_sent.go), held until the call returns.
+	sent, err := c.r.chargeAuthor("the model request (as its SDK holds it while writing it)", modelRequestHeld*modelRequestSize(req))
+	if err != nil {
+		return nil, err
+	}
+	defer sent.release()
 	c.usage().modelCalls.Add(1)
 	req.Read = svc.replyLimit()
 	res, err := provider.Complete(ctx, req)

@@ -93,6 +93,21 @@ func (c *Call) callTool(ctx context.Context, ts, tool string, args map[string]an
 	if !slices.ContainsFunc(list, func(t toolsets.Tool) bool { return t.Name == tool }) {
 		return nil, Errorf(protocol.CodeToolError, "toolset %q lists no tool named %q%s", ts, tool, listedHint(list, tool))
 	}
+	// What the MCP client writes of the arguments is charged before it
+	// writes it (encode_sent.go), held until the call returns.
+	limit := c.Limits().MemoryBudget
+	if limit <= 0 {
+		limit = 1 << 40 // no budget: charged, never refused
+	}
+	n, err := sentValueSize("the tool's arguments", args, limit)
+	if err != nil {
+		return nil, err
+	}
+	sent, err := c.r.chargeAuthor("the tool's arguments (as the MCP client holds them while writing them)", toolArgsHeld*n)
+	if err != nil {
+		return nil, err
+	}
+	defer sent.release()
 	c.usage().toolCalls.Add(1)
 	res, err := set.Call(ctx, ts, tool, args)
 	if err != nil {

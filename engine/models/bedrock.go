@@ -64,7 +64,7 @@ func (c *Clients) bedrock(cfg aws.Config, m protocol.Model, role bool) *bedrockP
 			o.BaseEndpoint = aws.String(m.BaseURL)
 		}
 		if c.HTTPClient != nil {
-			o.HTTPClient = c.HTTPClient
+			o.HTTPClient = c.httpClient()
 		}
 		// Each call installs its own retryer; AWS_MAX_ATTEMPTS must not
 		// wrap it.

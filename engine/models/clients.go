@@ -48,6 +48,9 @@ type Clients struct {
 
 	awsMu  sync.Mutex
 	awsCfg *aws.Config
+
+	clientOnce sync.Once
+	client     *http.Client // httpClient's
 }
 
 // Provider returns the provider for model entry m. It is cheap: the engine

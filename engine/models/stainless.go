@@ -68,10 +68,20 @@ func retryGate(req *http.Request, next func(*http.Request) (*http.Response, erro
 	return res, nil
 }
 
-// httpClient is the client for the OpenAI and Anthropic SDKs.
+// httpClient is the client of every provider's SDK: HTTPClient (or
+// http.DefaultClient) that follows no redirect. A model API has no reason
+// to redirect, and a call carries its credential (the entry's key, or the
+// role's signature and session token at a trusted endpoint) to whatever
+// host a redirect names: the 3xx is the call's answer, a MODEL_ERROR.
 func (c *Clients) httpClient() *http.Client {
-	if c.HTTPClient != nil {
-		return c.HTTPClient
-	}
-	return http.DefaultClient
+	c.clientOnce.Do(func() {
+		base := c.HTTPClient
+		if base == nil {
+			base = http.DefaultClient
+		}
+		hc := *base
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c.client = &hc
+	})
+	return c.client
 }

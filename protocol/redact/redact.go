@@ -279,13 +279,51 @@ const minEncodedLen = 4
 func encodedForms(secret string) []string {
 	b := []byte(secret)
 	var out []string
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		f := enc.EncodeToString(b)
+	add := func(f string) {
 		out = append(out, f, url.QueryEscape(f), lowerHex(url.QueryEscape(f)), strings.ReplaceAll(f, "/", `\/`))
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		add(enc.EncodeToString(b))
+	}
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for _, f := range innerForms(enc, b) {
+			add(f)
+		}
 	}
 	h := hex.EncodeToString(b)
 	return append(out, h, strings.ToUpper(h))
 }
+
+// innerForms are the base64 characters that secret alone decides when it
+// is encoded inside a longer text ("user:" + secret + "@host" in a Basic
+// header an echoing host encodes whole), at each of the three offsets its
+// first byte may fall on: what comes before mixes into the first
+// characters, what comes after into the last, and the rest is the same
+// whatever surrounds it. Forms under minInnerLen characters are left out:
+// so short a run occurs in base64 text by chance.
+func innerForms(enc *base64.Encoding, secret []byte) []string {
+	var out []string
+	for k := range 3 {
+		f := enc.EncodeToString(append(make([]byte, k, k+len(secret)), secret...))
+		// k bytes before: k+1 characters hold some of them (none at k = 0).
+		skip := 0
+		if k > 0 {
+			skip = k + 1
+		}
+		// The last character of a partial group mixes with the next byte.
+		end := len(f)
+		if (k+len(secret))%3 != 0 {
+			end--
+		}
+		if end-skip >= minInnerLen {
+			out = append(out, f[skip:end])
+		}
+	}
+	return out
+}
+
+// minInnerLen is the shortest innerForms kept.
+const minInnerLen = 6
 
 // jsonForms are c as it appears inside a JSON string: Go's escaping (HTML
 // characters as \u003c), without HTML escaping, and either with '/'
