@@ -3,6 +3,7 @@
 package models
 
 import (
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -72,7 +73,7 @@ func retryGate(req *http.Request, next func(*http.Request) (*http.Response, erro
 // http.DefaultClient) that follows no redirect. A model API has no reason
 // to redirect, and a call carries its credential (the entry's key, or the
 // role's signature and session token at a trusted endpoint) to whatever
-// host a redirect names: the 3xx is the call's answer, a MODEL_ERROR.
+// host a redirect names: the call fails with errRedirect, a MODEL_ERROR.
 func (c *Clients) httpClient() *http.Client {
 	c.clientOnce.Do(func() {
 		base := c.HTTPClient
@@ -80,8 +81,11 @@ func (c *Clients) httpClient() *http.Client {
 			base = http.DefaultClient
 		}
 		hc := *base
-		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
 		c.client = &hc
 	})
 	return c.client
 }
+
+// errRedirect is what a model call that was redirected fails with.
+var errRedirect = errors.New("the model endpoint answered with a redirect, which model calls never follow")

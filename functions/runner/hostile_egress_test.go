@@ -115,8 +115,10 @@ func TestHostileEgress(t *testing.T) {
 		{"model baseUrl at IMDS over IPv6", modelWF("http://[fd00:ec2::254]/v1"), "metadata address"},
 		// The OpenAI SDK refuses a redirect off its base URL's origin by
 		// itself; the guard would refuse the dial were it ever made.
-		{"model baseUrl redirected to the runtime API by name", modelWF(redirector.URL + "/name/v1"), "request failed"},
-		{"model baseUrl redirected to the runtime API", modelWF(redirector.URL + "/rt/v1"), "blocked by the runner"},
+		// A model call follows no redirect at all (its credentials would go
+		// along): refused before the guard is even asked.
+		{"model baseUrl redirected to the runtime API by name", modelWF(redirector.URL + "/name/v1"), "never follow"},
+		{"model baseUrl redirected to the runtime API", modelWF(redirector.URL + "/rt/v1"), "never follow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
