@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -89,3 +90,24 @@ func orStatusText(msg string, status int) string {
 	}
 	return msg
 }
+
+// httpClient is the client of every provider's SDK: HTTPClient (or
+// http.DefaultClient) that follows no redirect. A model API has no reason
+// to redirect, and a call carries its credential (the entry's key, or the
+// role's signature and session token at a trusted endpoint) to whatever
+// host a redirect names: the call fails with errRedirect, a MODEL_ERROR.
+func (c *Clients) httpClient() *http.Client {
+	c.clientOnce.Do(func() {
+		base := c.HTTPClient
+		if base == nil {
+			base = http.DefaultClient
+		}
+		hc := *base
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
+		c.client = &hc
+	})
+	return c.client
+}
+
+// errRedirect is what a model call that was redirected fails with.
+var errRedirect = errors.New("the model endpoint answered with a redirect, which model calls never follow")

@@ -1,4 +1,4 @@
-//go:build !nobedrock
+//go:build !noopenai && !noanthropic && !nobedrock
 
 package models
 

@@ -3,7 +3,6 @@
 package models
 
 import (
-	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -68,24 +67,3 @@ func retryGate(req *http.Request, next func(*http.Request) (*http.Response, erro
 	}
 	return res, nil
 }
-
-// httpClient is the client of every provider's SDK: HTTPClient (or
-// http.DefaultClient) that follows no redirect. A model API has no reason
-// to redirect, and a call carries its credential (the entry's key, or the
-// role's signature and session token at a trusted endpoint) to whatever
-// host a redirect names: the call fails with errRedirect, a MODEL_ERROR.
-func (c *Clients) httpClient() *http.Client {
-	c.clientOnce.Do(func() {
-		base := c.HTTPClient
-		if base == nil {
-			base = http.DefaultClient
-		}
-		hc := *base
-		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
-		c.client = &hc
-	})
-	return c.client
-}
-
-// errRedirect is what a model call that was redirected fails with.
-var errRedirect = errors.New("the model endpoint answered with a redirect, which model calls never follow")
