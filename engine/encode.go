@@ -6,11 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"math"
 	"reflect"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -294,34 +294,8 @@ func (e *jsonAppender) float(f float64) error {
 	return nil
 }
 
-// jsonStringSize is the length appendJSONString writes for s.
-func jsonStringSize(s string) int64 {
-	n := int64(2)
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
-				n += 2
-			case c < 0x20:
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
-			n += 6
-		default:
-			n += int64(size)
-		}
-		i += size
-	}
-	return n
-}
+// jsonStringSize is the length protocol.AppendString writes for s.
+func jsonStringSize(s string) int64 { return lang.JSONStringSizeNoHTML(s) }
 
 // encodeError names what an encoding failed on, for a node's message.
 func encodeError(what string, err error) error {

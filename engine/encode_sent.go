@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
 )
 
@@ -27,9 +28,7 @@ const (
 )
 
 // sentStringSize is s as a JSON string with HTML escaping on.
-func sentStringSize(s string) int64 {
-	return jsonStringSize(s) + 5*int64(strings.Count(s, "<")+strings.Count(s, ">")+strings.Count(s, "&"))
-}
+func sentStringSize(s string) int64 { return lang.JSONStringSize(s) }
 
 // modelRequestSize is what a provider's SDK writes of req, at least: its
 // texts escaped, each turn's and tool's framing at a small constant.

@@ -672,7 +672,13 @@ func (w *jsonWalk) add(v any, depth int64) bool {
 
 // JSONStringSize is the length of s as json.Marshal writes it: quoted, with
 // HTML characters, controls, U+2028, U+2029 and invalid bytes escaped.
-func JSONStringSize(s string) int64 {
+func JSONStringSize(s string) int64 { return jsonStringSize(s, true) }
+
+// JSONStringSizeNoHTML is JSONStringSize with HTML escaping off, as an
+// encoder with SetEscapeHTML(false) writes s: '<', '>' and '&' one byte.
+func JSONStringSizeNoHTML(s string) int64 { return jsonStringSize(s, false) }
+
+func jsonStringSize(s string, html bool) int64 {
 	n := int64(2)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -680,7 +686,7 @@ func JSONStringSize(s string) int64 {
 			switch {
 			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
 				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
+			case c < 0x20 || html && (c == '<' || c == '>' || c == '&'):
 				n += 6
 			default:
 				n++
