@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/runnerd/lambda-runner/engine/plancache"
 	"log/slog"
 	"slices"
 	"sync"
@@ -50,7 +51,7 @@ func (e *Engine) WaitClosed() {
 
 // New returns an engine with the built-in node types.
 func New(limits Limits) *Engine {
-	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: newPlanCache()}
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: plancache.New[planEnv, compiled]()}
 	e.Register("set", setKind{})
 	e.Register("fail", failKind{})
 	e.Register("map", mapKind{})
@@ -67,7 +68,7 @@ func New(limits Limits) *Engine {
 // dropped: they may have been compiled with the type it replaces.
 func (e *Engine) Register(name string, k Kind) {
 	e.kinds[name] = k
-	e.plans.reset()
+	e.plans.Reset()
 }
 
 // NodeTypes lists the registered node types, sorted; code only when

@@ -36,7 +36,7 @@ func TestPlanCacheKeepsNoBody(t *testing.T) {
 				}
 			}
 			held := int64(liveHeap()) - int64(before)
-			used, n := e.plans.bytes()
+			used, n := e.plans.Bytes()
 			if n != 8 {
 				t.Fatalf("%d plans kept, want 8", n)
 			}

@@ -1,8 +1,7 @@
 package engine
 
 import (
-	"bytes"
-	"fmt"
+	"github.com/runnerd/lambda-runner/engine/plancache"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ func keep(t *testing.T, e *Engine, doc, body string) *plan {
 		}
 	}
 	l := e.Limits.WithDefaults()
-	pl := e.plans.get(e.plans.key([]byte(doc), l, false), []byte(doc))
+	pl := e.plans.Get([]byte(doc), planEnv{l, false})
 	if pl == nil {
 		t.Fatal("no plan kept")
 	}
@@ -31,7 +30,7 @@ func keep(t *testing.T, e *Engine, doc, body string) *plan {
 // gets is what an engine without a cache gives it.
 func TestPlanCacheHeadAgrees(t *testing.T) {
 	doc := planShapes[0].doc(20, 3)
-	if len(doc) < 2*planHeadLen {
+	if len(doc) < 2*plancache.HeadLen {
 		t.Fatalf("the document has %d bytes, too few to test the head", len(doc))
 	}
 	other := strings.Replace(doc, `"output":"${{ nodes.n19.output }}"`, `"output":"${{ nodes.n18.output }}"`, 1)
@@ -75,7 +74,7 @@ func TestPlanCacheHeadServes(t *testing.T) {
 	pl := keep(t, e, doc, reqBody(doc, ""))
 	l := e.Limits.WithDefaults()
 	rest := []byte(doc + `,"input":{}}`)
-	if got := e.plans.lookup(rest, l, false); got != pl {
+	if got := e.plans.Lookup(rest, planEnv{l, false}); got != pl {
 		t.Fatalf("lookup found %p, want the kept plan %p", got, pl)
 	}
 	other := l
@@ -89,70 +88,21 @@ func TestPlanCacheHeadServes(t *testing.T) {
 		{"other limits", rest, other, false},
 		{"with a sandbox", rest, l, true},
 		{"cut short", []byte(doc[:len(doc)-1]), l, false},
-		{"shorter than the head", []byte(doc[:planHeadLen-1]), l, false},
+		{"shorter than the head", []byte(doc[:plancache.HeadLen-1]), l, false},
 		{"other first bytes", append([]byte(`{ `), doc[1:]...), l, false},
 	} {
-		if got := e.plans.lookup(tt.rest, tt.limits, tt.code); got != nil {
+		if got := e.plans.Lookup(tt.rest, planEnv{tt.limits, tt.code}); got != nil {
 			t.Errorf("%s: lookup found a plan", tt.name)
 		}
 	}
-	// Out of the hash map, still in the head index: a request is served
-	// from the plan only if the decoder found it by its head.
-	e.plans.mu.Lock()
-	delete(e.plans.m, pl.key)
-	e.plans.mu.Unlock()
+	// The request is served from the plan (that one found by its head
+	// alone is, plancache's TestHeadServesWithoutTheMap).
 	x, err := e.PrepareBody([]byte(reqBody(doc, `{"n":1}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.discard()
-	if x.g != pl.g {
-		t.Fatal("the request was compiled anew, not served from the plan its head found")
-	}
-}
-
-// TestPlanCacheHeadWays: documents sharing their first planHeadLen bytes
-// are found by them up to planHeadWays at a time, the latest kept first;
-// an older one is then found only through get. A plan evicted or dropped
-// leaves the index.
-func TestPlanCacheHeadWays(t *testing.T) {
-	e := New(DefaultLimits())
-	l := e.Limits.WithDefaults()
-	var docs []string
-	var plans []*plan
-	for salt := range planHeadWays + 2 {
-		doc := strings.Replace(planShapes[0].doc(20, 1), `"output":"${{ nodes.n19.output }}"`,
-			fmt.Sprintf(`"output":"${{ nodes.n19.output + %d }}"`, salt), 1)
-		docs = append(docs, doc)
-		plans = append(plans, keep(t, e, doc, reqBody(doc, "")))
-	}
-	if !bytes.Equal([]byte(docs[0][:planHeadLen]), []byte(docs[len(docs)-1][:planHeadLen])) {
-		t.Fatal("the documents do not share their head")
-	}
-	for i, doc := range docs {
-		found := e.plans.lookup([]byte(doc+`}`), l, false)
-		latest := i >= len(docs)-planHeadWays
-		if latest && found != plans[i] {
-			t.Errorf("document %d of %d: lookup found %p, want %p", i, len(docs), found, plans[i])
-		}
-		if !latest && found != nil {
-			t.Errorf("document %d of %d: lookup found a plan past the index's %d ways", i, len(docs), planHeadWays)
-		}
-		if e.plans.get(e.plans.key([]byte(doc), l, false), []byte(doc)) != plans[i] {
-			t.Errorf("document %d: get does not find its plan", i)
-		}
-	}
-	e.plans.mu.Lock()
-	e.plans.remove(plans[len(plans)-1])
-	e.plans.mu.Unlock()
-	if e.plans.lookup([]byte(docs[len(docs)-1]), l, false) != nil {
-		t.Error("an evicted plan is still found by its head")
-	}
-	if e.plans.lookup([]byte(docs[len(docs)-2]), l, false) != plans[len(plans)-2] {
-		t.Error("evicting one plan lost another of its head")
-	}
-	e.plans.reset()
-	if len(e.plans.heads) != 0 || e.plans.lookup([]byte(docs[len(docs)-2]), l, false) != nil {
-		t.Error("reset left plans in the head index")
+	if x.g != pl.Value.g {
+		t.Fatal("the request was compiled anew, not served from the kept plan")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerd/lambda-runner/engine/plancache"
 	"reflect"
 	"regexp"
 	"runtime"
@@ -131,7 +132,7 @@ func TestPlanCacheAgrees(t *testing.T) {
 				t.Fatalf("%.300s: the second sighting gave %v, the first %v", body, again, first)
 			}
 			req, _ := protocol.DecodeRequest(body)
-			kept := req != nil && warm.plans.get(warm.plans.key(req.Workflow, limits, false), req.Workflow) != nil
+			kept := req != nil && warm.plans.Get(req.Workflow, planEnv{limits, false}) != nil
 			second := prepareOutcome(t, warm, body, run)
 			if want.late || first.late || second.late {
 				late++
@@ -197,7 +198,7 @@ func TestPlanCacheConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, n := e.plans.bytes(); n != 1 {
+	if _, n := e.plans.Bytes(); n != 1 {
 		t.Fatalf("%d plans kept, want 1", n)
 	}
 	var wg sync.WaitGroup
@@ -256,7 +257,7 @@ func TestPlanCachePerRequest(t *testing.T) {
 			}
 		})
 	}
-	if _, n := e.plans.bytes(); n != 1 {
+	if _, n := e.plans.Bytes(); n != 1 {
 		t.Fatalf("%d plans kept, want the one", n)
 	}
 }
@@ -320,7 +321,7 @@ func TestPlanCacheImpure(t *testing.T) {
 			if want := prepareOutcome(t, cold, bad, false); !reflect.DeepEqual(got, want) {
 				t.Fatalf("after the accepted request %v, cold %v", got, want)
 			}
-			if _, n := e.plans.bytes(); n != 0 {
+			if _, n := e.plans.Bytes(); n != 0 {
 				t.Fatalf("%d plans kept", n)
 			}
 		})
@@ -343,7 +344,7 @@ func TestPlanCacheRegisteredKind(t *testing.T) {
 	for range 2 { // kept on the second sighting
 		prepareOutcome(t, e, []byte(reqBody(wf, "")), false)
 	}
-	if _, kept := e.plans.bytes(); kept != 1 {
+	if _, kept := e.plans.Bytes(); kept != 1 {
 		t.Fatalf("%d plans kept, want 1", kept)
 	}
 	// Registering drops the plans compiled with the type it replaces.
@@ -353,7 +354,7 @@ func TestPlanCacheRegisteredKind(t *testing.T) {
 			t.Fatal(got.err)
 		}
 	}
-	if _, kept := e.plans.bytes(); n != 3 || kept != 0 {
+	if _, kept := e.plans.Bytes(); n != 3 || kept != 0 {
 		t.Fatalf("Prepare of the registered kind ran %d times for 3 requests, %d plans kept", n, kept)
 	}
 }
@@ -529,7 +530,7 @@ func TestPlanCacheEstimate(t *testing.T) {
 			}
 			bodies = nil
 			after := liveHeap()
-			used, n := e.plans.bytes()
+			used, n := e.plans.Bytes()
 			if n != 8 {
 				t.Fatalf("%d plans kept, want 8", n)
 			}
@@ -551,7 +552,7 @@ func TestPlanCacheBound(t *testing.T) {
 	l := DefaultLimits()
 	l.MemoryMB = 32 // a bound of 4 MB
 	e := New(l)
-	bound := planBound(e.Limits.WithDefaults())
+	bound := plancache.Bound(e.Limits.WithDefaults().MemoryMB)
 	rounds := 60
 	if raceDetector {
 		rounds = 15
@@ -573,12 +574,12 @@ func TestPlanCacheBound(t *testing.T) {
 					t.Fatalf("%s: %s", sh.name, got.err)
 				}
 			}
-			if used, _ := e.plans.bytes(); used > bound {
+			if used, _ := e.plans.Bytes(); used > bound {
 				t.Fatalf("the cache counts %d bytes, over its bound %d", used, bound)
 			}
 		}
 	}
-	used, n := e.plans.bytes()
+	used, n := e.plans.Bytes()
 	if n == 0 || used < bound/2 {
 		t.Fatalf("%d plans, %d bytes kept: the test did not fill the cache", n, used)
 	}
@@ -589,15 +590,15 @@ func TestPlanCacheBound(t *testing.T) {
 	}
 	// One document estimated over half the bound is compiled, not kept.
 	big := []byte(reqBody(planShapes[0].doc(4000, -1), ""))
-	if planSize(big) <= bound/planMaxShare {
-		t.Fatalf("the big document is estimated at %d, within the share %d", planSize(big), bound/planMaxShare)
+	if plancache.Size(big) <= bound/plancache.MaxShare {
+		t.Fatalf("the big document is estimated at %d, within the share %d", plancache.Size(big), bound/plancache.MaxShare)
 	}
 	for range 2 {
 		if got := prepareOutcome(t, e, big, false); got.err != "" {
 			t.Fatal(got.err)
 		}
 	}
-	if _, after := e.plans.bytes(); after > n {
+	if _, after := e.plans.Bytes(); after > n {
 		t.Fatalf("%d plans kept after the big document, %d before", after, n)
 	}
 	runtime.KeepAlive(e)
@@ -628,7 +629,7 @@ func TestPlanCacheChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if used, _ := e.plans.bytes(); used > planBound(e.Limits.WithDefaults()) {
+	if used, _ := e.plans.Bytes(); used > plancache.Bound(e.Limits.WithDefaults().MemoryMB) {
 		t.Fatalf("%d bytes kept, over the bound", used)
 	}
 }
@@ -640,11 +641,11 @@ func TestPlanCacheSeenOnce(t *testing.T) {
 	for i := range 50 {
 		prepareOutcome(t, e, []byte(reqBody(planShapes[0].doc(10, i), "")), false)
 	}
-	if used, n := e.plans.bytes(); n != 0 || used != 0 {
+	if used, n := e.plans.Bytes(); n != 0 || used != 0 {
 		t.Fatalf("%d plans (%d bytes) kept of documents sent once", n, used)
 	}
 	prepareOutcome(t, e, []byte(reqBody(planShapes[0].doc(10, 7), "")), false)
-	if _, n := e.plans.bytes(); n != 1 {
+	if _, n := e.plans.Bytes(); n != 1 {
 		t.Fatalf("%d plans kept of a document sent twice, want 1", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerd/lambda-runner/engine/plancache"
 	"maps"
 	"slices"
 	"time"
@@ -87,7 +88,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 		p.secretNames[name] = true
 	}
 	// A document seen before is not decoded, checked or compiled again
-	// (plancache.go); a request with child workflows compiles them against
+	// (plancache.go, engine/plancache); a request with child workflows compiles them against
 	// the document's own counts, so it never uses a plan.
 	plans := e.plans
 	if mode != prepareRun || len(req.Runtime.Workflows) > 0 {
@@ -99,7 +100,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 		case *plan: // found by the body's decoder (Engine.check)
 			pl = v
 		case nil:
-			pl = plans.get(plans.key(req.Workflow, p.limits, e.Services.Code != nil), req.Workflow)
+			pl = plans.Get(req.Workflow, planEnv{p.limits, e.Services.Code != nil})
 		}
 	}
 	var doc *document
@@ -134,7 +135,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 	defer func() { x.fanout = p.fanout }()
 	switch {
 	case pl != nil:
-		x.g, p.fanout = pl.g, pl.fanout
+		x.g, p.fanout = pl.Value.g, pl.Value.fanout
 	case doc == nil:
 		return x
 	default:
@@ -152,7 +153,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 		return x
 	}
 	if plans != nil && pl == nil && !p.impure {
-		plans.put(plans.key(req.Workflow, p.limits, e.Services.Code != nil), req.Workflow, x.g, p.fanout, planBound(p.limits))
+		plans.Put(req.Workflow, planEnv{p.limits, e.Services.Code != nil}, compiled{x.g, p.fanout}, plancache.Bound(p.limits.MemoryMB))
 		p.detach()
 	}
 	x.secretValues = make(map[string]any, len(req.Runtime.HTTP.Secrets))

@@ -109,14 +109,13 @@ func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *detailList
 		// finds it by its first bytes, even read to its end.
 		decode, code := dec.Workflow, e.Services.Code != nil
 		dec.Known = func(rest []byte) (protocol.KnownWorkflow, int) {
-			if pl := e.plans.lookup(rest, l, code); pl != nil {
-				return pl, len(pl.text)
+			if pl := e.plans.Lookup(rest, planEnv{l, code}); pl != nil {
+				return pl, pl.Len()
 			}
 			return nil, 0
 		}
 		dec.Workflow = func(raw []byte) (any, error) {
-			k := e.plans.key(raw, l, code)
-			if pl := e.plans.get(k, raw); pl != nil {
+			if pl := e.plans.Get(raw, planEnv{l, code}); pl != nil {
 				return pl, nil
 			}
 			return decode(raw)
