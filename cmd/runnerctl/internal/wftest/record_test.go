@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
 // Secrets the recorded services are given, and echo back in their
@@ -243,6 +245,38 @@ func TestRecordFailureLeavesTheFile(t *testing.T) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("report lacks %q:\n%s", w, out.String())
 				}
+			}
+		})
+	}
+}
+
+func TestModelReply(t *testing.T) {
+	red := redact.New(openAIKey)
+	names := map[string]string{"shop__get_order": "shop/get_order"}
+	tests := []struct {
+		name, provider string
+		status         int
+		body, want     string
+	}{
+		{"openai text", "openai", 200, `{"choices": [{"message": {"content": "hi ` + openAIKey + `"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}`,
+			`{"text":"hi [REDACTED]","usage":{"inputTokens":3,"outputTokens":1}}`},
+		{"openai tool call", "openai", 200, `{"choices": [{"message": {"content": null, "tool_calls": [{"function": {"name": "shop__get_order", "arguments": "{\"id\":42}"}}]}}]}`,
+			`{"toolCalls":[{"name":"shop/get_order","arguments":{"id":42}}]}`},
+		{"anthropic text and tool use", "anthropic", 200, `{"content": [{"type": "text", "text": "let me look"}, {"type": "tool_use", "name": "shop__get_order", "input": {"id": 42}}], "usage": {"input_tokens": 5, "output_tokens": 2}}`,
+			`{"text":"let me look","toolCalls":[{"name":"shop/get_order","arguments":{"id":42}}],"usage":{"inputTokens":5,"outputTokens":2}}`},
+		{"bedrock tool use, a name not listed", "bedrock", 200, `{"output": {"message": {"content": [{"toolUse": {"name": "crm__find", "input": {}}}]}}, "usage": {"inputTokens": 1, "outputTokens": 1}}`,
+			`{"toolCalls":[{"name":"crm/find","arguments":{}}],"usage":{"inputTokens":1,"outputTokens":1}}`},
+		{"openai error", "openai", 429, `{"error": {"message": "slow down, ` + openAIKey + `"}}`, `{"error":{"status":429,"message":"slow down, [REDACTED]"}}`},
+		{"bedrock error", "bedrock", 503, `{"message": "busy"}`, `{"error":{"status":503,"message":"busy"}}`},
+		{"anthropic error without a body", "anthropic", 500, ``, `{"error":{"status":500,"message":"Internal Server Error"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ex := &exchange{status: tt.status}
+			ex.body.WriteString(tt.body)
+			b, _ := json.Marshal(modelReply(tt.provider, ex, names, red))
+			if string(b) != tt.want {
+				t.Fatalf("got  %s\nwant %s", b, tt.want)
 			}
 		})
 	}
