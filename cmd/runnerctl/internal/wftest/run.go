@@ -39,6 +39,10 @@ type Options struct {
 	JSON bool
 	// Update rewrites each case's expect from what it got.
 	Update bool
+	// Record runs each case against the real services its runtime names,
+	// through the runner's egress guard as configured by the environment
+	// (Getenv), and rewrites its mocks from what they answered.
+	Record bool
 	// Cover prints the nodes never run and the when conditions never seen
 	// true or false, over all cases.
 	Cover bool
@@ -170,12 +174,22 @@ func (r *runner) runFile(ctx context.Context, path string) *Result {
 	}
 	res := &Result{Name: l.Name, File: path}
 	start := time.Now()
-	g, err := r.runCase(ctx, l)
+	var g *got
+	var recErr error
+	if r.o.Record {
+		g, recErr, err = r.record(ctx, l)
+	} else {
+		g, err = r.runCase(ctx, l)
+	}
 	res.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		out := invalid(path, l.Name, err)
 		out.DurationMs = res.DurationMs
 		return out
+	}
+	if recErr != nil {
+		res.Status, res.Failures = "fail", []string{"--record: " + recErr.Error() + "; the file is left unchanged"}
+		return res
 	}
 	res.got = g
 	res.cover = g.cover(l)
@@ -222,8 +236,26 @@ func staticAWS(context.Context) (aws.Config, error) {
 func (r *runner) runCase(ctx context.Context, l *loaded) (*got, error) {
 	m := newMocks(&l.Mocks, &l.req.Runtime)
 	defer m.close()
+	g, err := r.execute(ctx, l, config.Config{}, wiring.Options{Dial: m.dial, LoadAWSConfig: staticAWS})
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	g.Calls, g.failures = m.calls, slices.Clone(m.failures)
+	m.mu.Unlock()
+	if r.codeErr != nil && g.Status == "failed" && usesCode(l) {
+		g.failures = append(g.failures, r.codeErr.Error())
+	}
+	return g, nil
+}
+
+// execute runs l's request in process with the services cfg and o build
+// (o's Name and Version are the runner's), its pinned nodes pinned, and
+// reads its events. An error is an invalid case.
+func (r *runner) execute(ctx context.Context, l *loaded, cfg config.Config, o wiring.Options) (*got, error) {
 	eng := engine.New(engine.DefaultLimits())
-	svc, err := wiring.Services(ctx, config.Config{}, wiring.Options{Name: "runnerctl-test", Version: r.o.Version, Dial: m.dial, LoadAWSConfig: staticAWS})
+	o.Name, o.Version = "runnerctl-test", r.o.Version
+	svc, err := wiring.Services(ctx, cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -254,14 +286,7 @@ func (r *runner) runCase(ctx context.Context, l *loaded) (*got, error) {
 	s := &sink{}
 	x.Run(ctx, s)
 	eng.WaitClosed()
-	g := s.got(l)
-	m.mu.Lock()
-	g.Calls, g.failures = m.calls, slices.Clone(m.failures)
-	m.mu.Unlock()
-	if r.codeErr != nil && g.Status == "failed" && usesCode(l) {
-		g.failures = append(g.failures, r.codeErr.Error())
-	}
-	return g, nil
+	return s.got(l), nil
 }
 
 // problems is a refused request's problems, each placed in the file that
