@@ -19,7 +19,7 @@ import (
 // EXPRESSION_ERROR naming with.FIELD.
 //
 //	f := call.Fields()
-//	steps, ok := f.Int("maxSteps", 1, MaxAgentSteps)
+//	steps, ok := f.Int("maxSteps", 1, 32)
 //	if err := f.Err(); err != nil { ... }
 type Fields struct {
 	m   map[string]any

@@ -206,7 +206,7 @@ type Call struct {
 	// logs are a code node's console.log lines, for node.completed.
 	logs []string
 	// workTimeout is what is left of the node's timeoutMs for a Step that
-	// times its work itself (workTimed), 0 for none; queued is how long
+	// times its work itself (WorkTimed), 0 for none; queued is how long
 	// the attempt waited for a sandbox worker, for its events.
 	workTimeout time.Duration
 	queued      time.Duration
