@@ -16,6 +16,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/conformance"
 	"github.com/runnerd/lambda-runner/engine"
+	_ "github.com/runnerd/lambda-runner/engine/nodes" // the built-in node kinds
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/tokens"
 	"github.com/runnerd/lambda-runner/protocol"

@@ -54,7 +54,7 @@ func prepareDistribute(c *Compiler) *distribution {
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		c.Errorf("distribute", "must be an object {batchSize?, invocations}, got %s", jsonKind(raw))
+		c.Errorf("distribute", "must be an object {batchSize?, invocations}, got %s", JSONType(raw))
 		return nil
 	}
 	limit := c.Limits().MaxFanOutInvocations

@@ -1,13 +1,14 @@
 package engine
 
 import (
-	"github.com/runnerd/lambda-runner/engine/plancache"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -49,18 +50,39 @@ func (e *Engine) WaitClosed() {
 	}
 }
 
-// New returns an engine with the built-in node types.
+// registered holds the node types every engine starts with: map and
+// workflow, whose graphs are the engine's, and those RegisterKind adds.
+var registered = struct {
+	sync.Mutex
+	kinds map[string]Kind
+}{kinds: map[string]Kind{"map": mapKind{}, "workflow": workflowKind{}}}
+
+// RegisterKind makes the node type name available to every engine New
+// returns from then on. It is meant to be called from the init function
+// of the package that holds the kind, as database/sql drivers register:
+// the built-in kinds are registered by importing engine/nodes, which a
+// program that builds an Engine does for its side effect. It panics when
+// name is registered twice or k is nil; Engine.Register adds or replaces a
+// type on one engine.
+func RegisterKind(name string, k Kind) {
+	registered.Lock()
+	defer registered.Unlock()
+	if k == nil {
+		panic("engine: RegisterKind of a nil kind " + name)
+	}
+	if _, dup := registered.kinds[name]; dup {
+		panic("engine: RegisterKind called twice for node type " + name)
+	}
+	registered.kinds[name] = k
+}
+
+// New returns an engine with the registered node types (see
+// RegisterKind).
 func New(limits Limits) *Engine {
-	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), kinds: map[string]Kind{}, defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: plancache.New[planEnv, compiled]()}
-	e.Register("set", setKind{})
-	e.Register("fail", failKind{})
-	e.Register("map", mapKind{})
-	e.Register("workflow", workflowKind{})
-	e.Register("model", modelKind{})
-	e.Register("agent", agentKind{})
-	e.Register("tool", toolKind{})
-	e.Register("http", httpKind{})
-	e.Register("code", codeKind{})
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: plancache.New[planEnv, compiled]()}
+	registered.Lock()
+	e.kinds = maps.Clone(registered.kinds)
+	registered.Unlock()
 	return e
 }
 
@@ -71,12 +93,13 @@ func (e *Engine) Register(name string, k Kind) {
 	e.plans.Reset()
 }
 
-// NodeTypes lists the registered node types, sorted; code only when
-// Services.Code is set.
+// NodeTypes lists the registered node types, sorted; a kind that runs
+// only on an engine configured for it (Availability: code, with
+// Services.Code) only when it is.
 func (e *Engine) NodeTypes() []string {
 	names := make([]string, 0, len(e.kinds))
 	for n, k := range e.kinds {
-		if _, ok := k.(codeKind); ok && e.Services.Code == nil {
+		if a, ok := k.(Availability); ok && !a.Available(&e.Services) {
 			continue
 		}
 		names = append(names, n)

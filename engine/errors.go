@@ -112,5 +112,5 @@ func whenNotBoolean(src string, v any, why string) *NodeError {
 	case v == nil:
 		hint = ": is every name in it spelled right?"
 	}
-	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, jsonKind(v), hint)
+	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, JSONType(v), hint)
 }

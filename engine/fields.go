@@ -19,7 +19,7 @@ import (
 // EXPRESSION_ERROR naming with.FIELD.
 //
 //	f := call.Fields()
-//	steps, ok := f.Int("maxSteps", 1, MaxAgentSteps)
+//	steps, ok := f.Int("maxSteps", 1, 32)
 //	if err := f.Err(); err != nil { ... }
 type Fields struct {
 	m   map[string]any
@@ -53,7 +53,7 @@ func (f *Fields) value(name string) (any, bool) {
 func (f *Fields) fail(name, want string, got any, wrongType bool) {
 	msg := "must be " + want
 	if wrongType {
-		msg += ", got " + jsonKind(got)
+		msg += ", got " + JSONType(got)
 	}
 	if f.c != nil {
 		f.c.Errorf(name, "%s", msg)
@@ -121,4 +121,17 @@ func (f *Fields) String(name string) (string, bool) {
 		f.fail(name, "a string", v, true)
 	}
 	return s, isStr
+}
+
+// asFloat accepts a number as JSON decodes it or as expr-lang computes it.
+func asFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
 }

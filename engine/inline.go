@@ -9,9 +9,10 @@ package engine
 // timeout and the expression budgets still apply, as for `when`, which
 // already runs on the scheduler.
 
-// runsInline marks the node as one that may run on the scheduler, should
-// its retry policy and with allow it (see inlineable).
-func (c *Compiler) runsInline() { c.n.quick = true }
+// RunsInline marks the node as one that may run on the scheduler rather
+// than on a goroutine of its own, should its retry policy and with allow
+// it: a node that does nothing but evaluate its with (see inlineable).
+func (c *Compiler) RunsInline() { c.n.quick = true }
 
 // inlineable reports whether n runs on the scheduler.
 func (n *node) inlineable() bool {

@@ -35,6 +35,34 @@ type composite interface {
 	subgraph() *graph
 }
 
+// PureKind is a Kind whose Prepare reads nothing of the request but the
+// node's document and the engine's configuration, so that what it
+// compiles may be kept for the next request with the same document
+// (plancache.go). Pure reports whether it is. The Compiler methods that
+// read the runtime payload mark the preparation impure as they read it
+// anyway; a Kind that is not a PureKind may read anything.
+type PureKind interface {
+	Kind
+	Pure() bool
+}
+
+// Availability is implemented by a Kind that runs only on an engine
+// configured for it (a code node needs Services.Code): Engine.NodeTypes
+// leaves it out when Available reports false.
+type Availability interface {
+	Available(s *Services) bool
+}
+
+// WorkTimed is a Step that applies its node's timeoutMs itself, from when
+// its work starts rather than from the attempt's start, because it may
+// first wait its turn for a shared resource (a code node, for a sandbox
+// worker: see Call.Code). The wait is bounded by the execution's deadline
+// and its cancellation. TimesItsWork does nothing: it marks the Step.
+type WorkTimed interface {
+	Step
+	TimesItsWork()
+}
+
 // StepFunc adapts a function to Step.
 type StepFunc func(ctx context.Context, call *Call) (any, error)
 
@@ -106,6 +134,18 @@ func (c *Compiler) With(except ...string) {
 	c.n.with = lang.CompileTemplateAt(c.n.path, ".with", m, c.sc, c.p.d)
 }
 
+// WithValue compiles the node's with as With does; when with holds value
+// alone (the usual set node), it compiles that member instead, so that
+// evaluating it builds no object around the value: Call.With is then
+// with.value itself. It reports which it did.
+func (c *Compiler) WithValue() bool {
+	c.With()
+	if m, ok := c.n.with.Member("value"); ok {
+		c.n.with, c.n.valueOnly = m, true
+	}
+	return c.n.valueOnly
+}
+
 // Template compiles one with field for the Step to evaluate itself with
 // Call.Eval (for fields evaluated in another scope or later).
 func (c *Compiler) Template(field string) lang.Template {
@@ -166,7 +206,7 @@ type Call struct {
 	// logs are a code node's console.log lines, for node.completed.
 	logs []string
 	// workTimeout is what is left of the node's timeoutMs for a Step that
-	// times its work itself (workTimed), 0 for none; queued is how long
+	// times its work itself (WorkTimed), 0 for none; queued is how long
 	// the attempt waited for a sandbox worker, for its events.
 	workTimeout time.Duration
 	queued      time.Duration
@@ -214,8 +254,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// jsonKind names a value's JSON type for messages, never its content.
-func jsonKind(v any) string {
+// JSONType names a value's JSON type for messages ("a string", "an
+// object"), never its content.
+func JSONType(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

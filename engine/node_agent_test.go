@@ -287,33 +287,3 @@ func TestAgentNodePrepare(t *testing.T) {
 		})
 	}
 }
-
-func TestExposedName(t *testing.T) {
-	long := strings.Repeat("t", 80)
-	tests := []struct {
-		ts, tool string
-		taken    []string
-		want     string
-	}{
-		{"math", "add", nil, "math__add"},
-		{"git.hub", "create issue/now", nil, "git_hub__create_issue_now"},
-		{"math", "añadir", nil, "math__a_adir"},
-		{"math", "add", []string{"math__add"}, "math__add_2"},
-		{"math", "add", []string{"math__add", "math__add_2"}, "math__add_3"},
-		{"ts", long, nil, ("ts__" + long)[:64]},
-		{"ts", long, []string{("ts__" + long)[:64]}, ("ts__" + long)[:62] + "_2"},
-	}
-	for _, tt := range tests {
-		taken := map[string]agentTool{}
-		for _, n := range tt.taken {
-			taken[n] = agentTool{}
-		}
-		got := exposedName(tt.ts, tt.tool, taken)
-		if got != tt.want {
-			t.Errorf("exposedName(%q, %q) = %q, want %q", tt.ts, tt.tool, got, tt.want)
-		}
-		if len(got) > 64 {
-			t.Errorf("exposedName(%q, %q) is %d bytes", tt.ts, tt.tool, len(got))
-		}
-	}
-}

@@ -68,7 +68,7 @@ func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
 	items, ok := asArray(w["items"])
 	if !ok {
-		return nil, Errorf(protocol.CodeExpressionError, "with.items must evaluate to an array, got %s", jsonKind(w["items"]))
+		return nil, Errorf(protocol.CodeExpressionError, "with.items must evaluate to an array, got %s", JSONType(w["items"]))
 	}
 	l := call.Limits()
 	if len(items) > l.MaxMapItems {

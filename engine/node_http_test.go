@@ -417,29 +417,3 @@ func TestExamplesPrepare(t *testing.T) {
 		})
 	}
 }
-
-func TestTemplatedHost(t *testing.T) {
-	tests := []struct {
-		url  any
-		host string // "" when the host is not static
-	}{
-		{"https://api.example.com/issues/${{ input.issue }}", "api.example.com"},
-		{"http://API.Example.com:8080/${{ input.p }}", "api.example.com"},
-		{"https://api.example.com?q=${{ input.q }}", "api.example.com"},
-		{"https://[::1]:443/${{ input.p }}", "::1"},
-		{"https://${{ input.host }}/x", ""},
-		{"https://api.${{ input.domain }}/x", ""},
-		{"https://api.example.com${{ input.path }}", ""}, // could be ".evil.com"
-		{"https://user@api.example.com/${{ input.p }}", ""},
-		{"${{ input.url }}", ""},
-		{"ftp://files.example.com/${{ input.p }}", ""},
-		{"https://api.example.com/plain", ""}, // literal: prepareLiteralURL's
-		{42.0, ""},
-	}
-	for _, tt := range tests {
-		host, ok := templatedHost(tt.url)
-		if host != tt.host || ok != (tt.host != "") {
-			t.Errorf("templatedHost(%v) = %q, %v; want %q", tt.url, host, ok, tt.host)
-		}
-	}
-}

@@ -531,22 +531,6 @@ func TestModelNodePermissions(t *testing.T) {
 	}
 }
 
-func TestUnfence(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"a":1}`, `{"a":1}`},
-		{"  {\"a\":1}\n", `{"a":1}`},
-		{"```json\n{\"a\":1}\n```", `{"a":1}`},
-		{"```\n[1,2]\n```", `[1,2]`},
-		{"```{\"a\":1}```", `{"a":1}`},
-		{"``` ", "```"},
-	}
-	for _, tt := range tests {
-		if got := unfence(tt.in); got != tt.want {
-			t.Errorf("unfence(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // A role missing from the model table is answered by general: the node's
 // node.started says so, the requested role redacted like any text.
 func TestModelNodeRoleFallbackOnNodeStarted(t *testing.T) {

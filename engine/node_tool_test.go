@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -287,24 +286,5 @@ func TestToolNodePrepare(t *testing.T) {
 			}.String())
 			wantProblems(t, inv.Details, []problem{{tt.path, tt.message}}, []string{"s3cr3t-value"})
 		})
-	}
-}
-
-func TestClipMessage(t *testing.T) {
-	long := strings.Repeat("é", maxMessage) // two bytes each
-	tests := []struct {
-		in      string
-		wantLen int
-	}{
-		{"short", 5},
-		{strings.Repeat("a", maxMessage), maxMessage},
-		{strings.Repeat("a", maxMessage+1), maxMessage + len("…")},
-		{long, maxMessage + len("…")},
-	}
-	for _, tt := range tests {
-		got := clipMessage(tt.in)
-		if len(got) != tt.wantLen || !utf8.ValidString(got) {
-			t.Errorf("clipMessage(%d bytes) = %d bytes (valid UTF-8: %v), want %d", len(tt.in), len(got), utf8.ValidString(got), tt.wantLen)
-		}
 	}
 }

@@ -176,12 +176,14 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, item bool
 // pureKind reports whether a kind's Prepare reads nothing of the request
 // but the node's document and the engine's configuration, so that what it
 // compiles may be cached (plancache.go). The kinds that read the runtime
-// payload mark the preparation impure as they read it too; a kind
-// registered from outside the engine may read anything.
+// payload mark the preparation impure as they read it too; a kind that
+// does not say it is pure (PureKind) may read anything.
 func pureKind(k Kind) bool {
-	switch k.(type) {
-	case setKind, failKind, mapKind, codeKind:
+	switch k := k.(type) {
+	case mapKind:
 		return true
+	case PureKind:
+		return k.Pure()
 	}
 	return false
 }

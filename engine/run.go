@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/protocol"
@@ -490,7 +491,7 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 		}
 	}
 	emitLent(r, &startedEvents, protocol.NodeStarted{Header: protocol.Header{Time: started}, NodeID: id, NodeType: n.typ, Attempt: attempt, Role: roleFallback(call, with), Input: input})
-	if _, ok := n.step.(workTimed); ok && n.timeout > 0 {
+	if _, ok := n.step.(WorkTimed); ok && n.timeout > 0 {
 		// The rest of timeoutMs is the step's to apply once its work
 		// starts; until then the execution's deadline bounds it.
 		dl, _ := actx.Deadline()
@@ -530,12 +531,24 @@ func (gr *graphRun) attempt(ctx context.Context, n *node, id string, attempt int
 	return out, "", nil
 }
 
-// workTimed is a Step that applies its node's timeoutMs itself, from when
-// its work starts rather than from the attempt's start, because it may
-// first wait its turn for a shared resource (a code node, for a sandbox
-// worker: Call.workTimeout is what is left). The wait is bounded by the
-// execution's deadline and its cancellation.
-type workTimed interface{ timesItsWork() }
+// roleFallback is what a model or agent node's node.started says of its
+// role when the model table answers it with the general entry, nil
+// otherwise: a role missing from the table is not an error, so without
+// this the author would never learn that the node ran on another model.
+// with is the node's evaluated with.
+func roleFallback(call *Call, with any) *protocol.RoleFallback {
+	if call.Type != "model" && call.Type != "agent" {
+		return nil
+	}
+	m, _ := with.(map[string]any)
+	role, _ := m["role"].(string)
+	if role == "" || !call.services().models.FallsBack(role) {
+		return nil
+	}
+	// The role is the author's, evaluated from any value: it is
+	// redacted as every text of an event is.
+	return &protocol.RoleFallback{Requested: call.r.x.redact.String(role), Used: models.GeneralRole}
+}
 
 // tracedQueue is how long an attempt waited for a sandbox worker, in
 // milliseconds, for its events when the request is traced (0 otherwise,

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	_ "github.com/runnerd/lambda-runner/engine/nodes" // the built-in node kinds, for the engines the tests build
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: every

@@ -110,6 +110,11 @@ func TestImportDirection(t *testing.T) {
 			forbid("the engine sits below functions and infra", func(d string) bool {
 				return strings.HasPrefix(d, mod+"functions") || strings.HasPrefix(d, mod+"infra/")
 			})
+			if pkg == "engine" {
+				forbid("the node kinds (engine/nodes) register themselves with the engine, which never imports them", func(d string) bool {
+					return d == mod+"engine/nodes"
+				})
+			}
 		default:
 			continue
 		}

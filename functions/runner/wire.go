@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/models"
+	_ "github.com/runnerd/lambda-runner/engine/nodes" // the built-in node kinds
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/functions/wiring"

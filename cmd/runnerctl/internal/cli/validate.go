@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/cmd/runnerctl/internal/progress"
 	"github.com/runnerd/lambda-runner/engine"
+	_ "github.com/runnerd/lambda-runner/engine/nodes" // the built-in node kinds
 	"github.com/runnerd/lambda-runner/engine/sandbox/syntax"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/nodes"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -217,7 +217,7 @@ func exposed(name string, shown []string) string {
 	if !ok {
 		return name
 	}
-	base := engine.AgentToolName(ts, tool)
+	base := nodes.AgentToolName(ts, tool)
 	for _, s := range shown {
 		if s == base {
 			return s

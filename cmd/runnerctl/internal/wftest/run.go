@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/runnerd/lambda-runner/engine"
+	_ "github.com/runnerd/lambda-runner/engine/nodes" // the built-in node kinds
 	"github.com/runnerd/lambda-runner/functions/wiring"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/protocol"

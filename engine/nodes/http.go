@@ -1,4 +1,4 @@
-package engine
+package nodes
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/lang"
@@ -54,61 +54,19 @@ func readsSecrets(t lang.Template) bool {
 	return len(names) > 0 || all
 }
 
-// evalSecret evaluates a request field: a template that reads secrets
-// first with each of their shadows (see shadowSecrets), which decide
-// whether it fails, and then with the secrets. sh gets the shadows'
-// values and, unless it is nil, win the values with the secrets' windows
-// (see windowSecrets).
-func evalSecret(call *Call, t lang.Template, sh, win *[2]any) (any, error) {
-	if !readsSecrets(t) {
-		return call.Eval(t)
-	}
-	with := func(secrets map[string]any) (any, error) {
-		ev := newEvaluator(call.evalContext(), call.sc, t, call.n.sight)
-		ev.SetSecrets(secrets)
-		return ev.Eval(t)
-	}
-	for i := range sh {
-		v, err := with(call.r.x.shadows[i])
-		if err != nil {
-			return nil, err
-		}
-		sh[i] = v
-	}
-	v, err := call.Eval(t)
-	if err != nil || win == nil {
-		return v, err
-	}
-	if reflect.DeepEqual(sh[0], sh[1]) {
-		// The secrets reach nothing of the value (`'qT' ?? secrets.k`).
-		*win = *sh
-		return v, nil
-	}
-	for i := range win {
-		// As long as the secrets, so no more costly: what the shadows
-		// pass, these pass.
-		w, err := with(call.r.x.windows[i])
-		if err != nil {
-			return nil, err
-		}
-		win[i] = w
-	}
-	return v, nil
-}
-
-// derivedValues lists the parts of the request's header and query values
-// that its secrets decided (see derivedPart), from the fields' values with
-// the secrets' windows and shadows: the values to add to the redactor
+// derivedValues lists the strings of the request's headers and query
+// that its secrets may have decided, each beside the fields' values with
+// the secrets' windows and shadows: the values to learn (LearnSecrets)
 // before the request is sent.
-func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []derived {
-	var out []derived
+func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []engine.SentString {
+	var out []engine.SentString
 	if readsSecrets(s.headers) {
 		var alt [4]map[string]string
 		for i := range alt {
 			alt[i], _ = headerMap(headers[i])
 		}
 		for k, v := range req.Headers {
-			out = appendDerived(out, v, [4]string{alt[0][k], alt[1][k], alt[2][k], alt[3][k]})
+			out = appendSent(out, v, [4]string{alt[0][k], alt[1][k], alt[2][k], alt[3][k]})
 		}
 	}
 	if readsSecrets(s.query) {
@@ -123,7 +81,7 @@ func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []d
 				for i := range as {
 					as[i], _ = alt[i][k].(string)
 				}
-				out = appendDerived(out, v, as)
+				out = appendSent(out, v, as)
 			case []any:
 				for j, e := range v {
 					str, ok := e.(string)
@@ -136,7 +94,7 @@ func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []d
 							as[i], _ = l[j].(string)
 						}
 					}
-					out = appendDerived(out, str, as)
+					out = appendSent(out, str, as)
 				}
 			}
 		}
@@ -144,16 +102,13 @@ func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []d
 	return out
 }
 
-// appendDerived appends the part of v its secrets decided, from alt: v
-// with the secrets' two windows and their two shadows.
-func appendDerived(out []derived, v string, alt [4]string) []derived {
-	if d := derivedPart(v, alt[0], alt[1], alt[2], alt[3]); d.value != "" || d.key != "" {
-		out = append(out, d)
-	}
-	return out
+// appendSent appends v with alt: v with the secrets' two windows and
+// their two shadows.
+func appendSent(out []engine.SentString, v string, alt [4]string) []engine.SentString {
+	return append(out, engine.SentString{Value: v, Windows: [2]string{alt[0], alt[1]}, Shadows: [2]string{alt[2], alt[3]}})
 }
 
-func (httpKind) Prepare(c *Compiler) Step {
+func (httpKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With("url", "query", "headers", "body")
 	s := &httpStep{
 		url:     c.SecretTemplate("url"),
@@ -196,7 +151,7 @@ func (httpKind) Prepare(c *Compiler) Step {
 // host against the policy's hosts lists, and declares the first hop's
 // http.request for preflight. The address the host resolves to is checked
 // when the request is sent, as only then is it known.
-func prepareLiteralURL(c *Compiler, raw string) {
+func prepareLiteralURL(c *engine.Compiler, raw string) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		// Not quoted: even a literal URL may carry a token in its query.
@@ -208,9 +163,9 @@ func prepareLiteralURL(c *Compiler, raw string) {
 
 // prepareHost checks the host of the first hop, known before the run,
 // against the policy's hosts lists and declares its http.request.
-func prepareHost(c *Compiler, host string) {
-	if c.services().http != nil { // else the policy is invalid, and reported
-		if why := policyRefuses(c.services().policy, host); why != "" {
+func prepareHost(c *engine.Compiler, host string) {
+	if policy, ok := c.HTTPPolicy(); ok { // else the policy is invalid, and reported
+		if why := policyRefuses(policy, host); why != "" {
 			c.Errorf("url", "node %q: host %s %s", c.NodeID(), host, why)
 			return
 		}
@@ -273,24 +228,19 @@ func policyRefuses(p protocol.HTTPPolicy, host string) string {
 	return "is not in runtime.http.policy.allowHosts"
 }
 
-func prepareLiteralMethod(c *Compiler, m string) {
+func prepareLiteralMethod(c *engine.Compiler, m string) {
 	// A method is an RFC 9110 token, the syntax of a field name too.
 	if !httpguts.ValidHeaderFieldName(m) {
 		c.Errorf("method", "node %q: %s is not an HTTP method", c.NodeID(), quote(m))
 		return
 	}
-	if methods := c.services().policy.Methods; c.services().http != nil && len(methods) > 0 &&
-		!slices.ContainsFunc(methods, func(p string) bool { return strings.EqualFold(p, m) }) {
+	if policy, ok := c.HTTPPolicy(); ok && len(policy.Methods) > 0 &&
+		!slices.ContainsFunc(policy.Methods, func(p string) bool { return strings.EqualFold(p, m) }) {
 		c.Errorf("method", "node %q: method %s is not in runtime.http.policy.methods", c.NodeID(), strings.ToUpper(m))
 	}
 }
 
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
+func (s *httpStep) Run(ctx context.Context, call *engine.Call) (any, error) {
 	req := &egress.Request{}
 	f := call.Fields()
 	req.Method, _ = f.String("method")
@@ -310,13 +260,13 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	if req.URL, _ = rawURL.(string); req.URL == "" {
-		return nil, Errorf(protocol.CodeExpressionError, "with.url must be a non-empty string, got %s", jsonKind(rawURL))
+		return nil, engine.Errorf(protocol.CodeExpressionError, "with.url must be a non-empty string, got %s", engine.JSONType(rawURL))
 	}
 	// The fields that read secrets are evaluated with the secrets'
 	// shadows first: whether they fail, and what is learned, cannot
 	// depend on the secrets' lengths.
 	var shQuery, shHeaders, shBody, winQuery, winHeaders [2]any
-	query, err := evalSecret(call, s.query, &shQuery, &winQuery)
+	query, err := call.EvalSecret(s.query, &shQuery, &winQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -325,62 +275,36 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	case map[string]any:
 		req.Query = q
 	default:
-		return nil, Errorf(protocol.CodeExpressionError, "with.query must be an object, got %s", jsonKind(query))
+		return nil, engine.Errorf(protocol.CodeExpressionError, "with.query must be an object, got %s", engine.JSONType(query))
 	}
-	headers, err := evalSecret(call, s.headers, &shHeaders, &winHeaders)
+	headers, err := call.EvalSecret(s.headers, &shHeaders, &winHeaders)
 	if err != nil {
 		return nil, err
 	}
 	if req.Headers, err = headerMap(headers); err != nil {
 		return nil, err
 	}
-	if req.Body, err = evalSecret(call, s.body, &shBody, nil); err != nil {
+	if req.Body, err = call.EvalSecret(s.body, &shBody, nil); err != nil {
 		return nil, err
 	}
 	req.Bound = s.bound(call, req)
 	// Before anything is sent: an echo of a value built from a secret is
 	// scrubbed like the secret.
-	if err := call.scrub().learn(s.derivedValues(req,
+	if err := call.LearnSecrets(s.derivedValues(req,
 		[4]any{winHeaders[0], winHeaders[1], shHeaders[0], shHeaders[1]},
-		[4]any{winQuery[0], winQuery[1], shQuery[0], shQuery[1]})...); err != nil {
+		[4]any{winQuery[0], winQuery[1], shQuery[0], shQuery[1]})); err != nil {
 		return nil, err
 	}
-	req.Authorize = func(ctx context.Context, host string) error {
-		return call.Authorize(ctx, protocol.ActionHTTPRequest, host)
-	}
-
-	// The URL with its query escaped is the author's value too (a control
-	// character is three bytes): charged as net/http holds it
-	// (encode_sent.go), held until the request is done.
-	sentURL, err := call.r.chargeAuthor("with.url and with.query (as the request holds them once escaped)", urlHeld*querySize(req.URL, req.Query))
-	if err != nil {
-		return nil, err
-	}
-	defer sentURL.release()
-
-	// A JSON body is the author's value: sized, charged and encoded once
-	// (encodeAuthor), held until the request is done.
-	switch req.Body.(type) {
-	case nil, string, []byte:
-	default:
-		body, err := call.r.encodeAuthor(ctx, "with.body", req.Body, call.Limits().MemoryBudget)
-		if err != nil {
-			return nil, err
-		}
-		defer body.release()
-		req.Body = json.RawMessage(body.B)
-	}
-	res, err := call.services().http.Do(ctx, req)
+	res, err := call.HTTP(ctx, req)
 	if err != nil {
 		return nil, httpError(ctx, err)
 	}
 	if res.Status >= 400 && failOnStatus {
-		return nil, Errorf(protocol.CodeHTTPError, "%s %s: status %d %s (set failOnStatus: false to get the response)",
+		return nil, engine.Errorf(protocol.CodeHTTPError, "%s %s: status %d %s (set failOnStatus: false to get the response)",
 			strings.ToUpper(orDefault(req.Method, http.MethodGet)), describeURL(req.URL), res.Status, http.StatusText(res.Status))
 	}
 	// Scrubbed at the door: no node can read, transform or forward an
 	// echo of a secret.
-	sc := call.scrub()
 	hdr := make(map[string]any, len(res.Headers))
 	for k, v := range res.Headers {
 		// Names too: a server can answer with what it was sent as a
@@ -388,16 +312,16 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 		// (Not-A-Real-Token), a form of no secret's own: it is looked
 		// for in lower case as well.
 		name := k
-		if lower := strings.ToLower(k); sc.String(k) != k || sc.String(lower) != lower {
+		if lower := strings.ToLower(k); call.Redact(k) != k || call.Redact(lower) != lower {
 			name = redact.Marker
 		}
-		v = sc.String(v)
+		v = call.Redact(v)
 		if prev, ok := hdr[name].(string); ok {
 			v = prev + ", " + v
 		}
 		hdr[name] = v
 	}
-	return map[string]any{"status": res.Status, "headers": hdr, "body": sc.value(res.Body)}, nil
+	return map[string]any{"status": res.Status, "headers": hdr, "body": call.RedactValue(res.Body)}, nil
 }
 
 // headerMap reads with.headers: string values, null leaving a header out.
@@ -407,7 +331,7 @@ func headerMap(v any) (map[string]string, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, Errorf(protocol.CodeExpressionError, "with.headers must be an object, got %s", jsonKind(v))
+		return nil, engine.Errorf(protocol.CodeExpressionError, "with.headers must be an object, got %s", engine.JSONType(v))
 	}
 	out := make(map[string]string, len(m))
 	for k, e := range m {
@@ -416,7 +340,7 @@ func headerMap(v any) (map[string]string, error) {
 		case string:
 			out[k] = e
 		default:
-			return nil, Errorf(protocol.CodeExpressionError, "with.headers.%s must be a string, got %s", k, jsonKind(e))
+			return nil, engine.Errorf(protocol.CodeExpressionError, "with.headers.%s must be a string, got %s", k, engine.JSONType(e))
 		}
 	}
 	return out, nil
@@ -425,8 +349,8 @@ func headerMap(v any) (map[string]string, error) {
 // bound returns the host-bound secrets the request carries: those its
 // templates name (all of them when a template indexes secrets), and
 // those whose value appears in the evaluated request anyway.
-func (s *httpStep) bound(call *Call, req *egress.Request) []protocol.Secret {
-	secrets := call.httpSecrets()
+func (s *httpStep) bound(call *engine.Call, req *egress.Request) []protocol.Secret {
+	secrets := call.HTTPSecrets()
 	var out []protocol.Secret
 	var text string
 	scanned := false
@@ -460,7 +384,7 @@ func httpError(ctx context.Context, err error) error {
 	}
 	var e *egress.Error
 	if errors.As(err, &e) {
-		return &NodeError{Code: e.Code, Message: e.Message, Err: err}
+		return &engine.NodeError{Code: e.Code, Message: e.Message, Err: err}
 	}
 	return err
 }

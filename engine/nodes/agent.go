@@ -1,4 +1,4 @@
-package engine
+package nodes
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/models"
@@ -52,12 +53,12 @@ const (
 // model's own name for an unknown tool), arguments, isError, denied?}.
 type agentKind struct{}
 
-func (agentKind) Prepare(c *Compiler) Step {
+func (agentKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With()
 	prepareModelFields(c)
 	literalStrings(c, "toolsets", func(field, name string) {
-		if !c.services().toolsets[name] {
-			c.RuntimeErrorf(field, "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, c.missingHint("toolsets", name, func() []string { return sortedKeys(c.services().toolsets) }))
+		if ok, hint := c.LookupToolset(name); !ok {
+			c.RuntimeErrorf(field, "node %q: unknown toolset %q: not in runtime.toolsets%s", c.NodeID(), name, hint)
 		}
 	})
 	literalStrings(c, "tools", func(field, pat string) {
@@ -66,13 +67,13 @@ func (agentKind) Prepare(c *Compiler) Step {
 		}
 	})
 	c.Fields().Int("maxSteps", 1, MaxAgentSteps)
-	return StepFunc(runAgent)
+	return engine.StepFunc(runAgent)
 }
 
 // literalStrings calls check with the path and value of each literal
 // string of the array with.field; templated elements are known only at
 // run time, where stringList reads them.
-func literalStrings(c *Compiler, field string, check func(path, s string)) {
+func literalStrings(c *engine.Compiler, field string, check func(path, s string)) {
 	raw, _ := c.Raw(field)
 	list, _ := raw.([]any)
 	for i, v := range list {
@@ -82,7 +83,7 @@ func literalStrings(c *Compiler, field string, check func(path, s string)) {
 	}
 }
 
-func runAgent(ctx context.Context, call *Call) (any, error) {
+func runAgent(ctx context.Context, call *engine.Call) (any, error) {
 	w := call.WithMap()
 	role, req, err := modelRequest(call)
 	if err != nil {
@@ -104,7 +105,7 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 	if !ok {
 		maxSteps = DefaultAgentSteps
 	}
-	cat, err := call.agentCatalog(ctx, names, filters)
+	cat, err := agentCatalog(ctx, call, names, filters)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 
 	steps := []any{}
 	var usage models.Usage
-	conv := conversation{limit: call.services().reads.Conversation}
+	conv := conversation{limit: call.Limits().Reads().Conversation}
 	conv.add(models.Message{Content: req.System})
 	for _, m := range req.Messages {
 		conv.add(m)
@@ -121,7 +122,7 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	for step := 1; ; step++ {
-		res, err := call.invokeModel(ctx, role, req)
+		res, err := call.Model(ctx, role, req)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +132,7 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 			return map[string]any{"text": res.Text, "steps": steps, "usage": usageOutput(usage)}, nil
 		}
 		if step >= maxSteps {
-			return nil, Errorf(protocol.CodeLimitExceeded, "maxSteps (%d) reached: the model still asked for %d tool call(s)", maxSteps, len(res.ToolCalls))
+			return nil, engine.Errorf(protocol.CodeLimitExceeded, "maxSteps (%d) reached: the model still asked for %d tool call(s)", maxSteps, len(res.ToolCalls))
 		}
 		calls := make([]models.ToolCall, len(res.ToolCalls))
 		for i, tc := range res.ToolCalls {
@@ -148,7 +149,7 @@ func runAgent(ctx context.Context, call *Call) (any, error) {
 		}
 		req.Messages = append(req.Messages, turn)
 		for _, tc := range calls {
-			content, rec, err := call.agentToolCall(ctx, cat, tc)
+			content, rec, err := agentToolCall(ctx, call, cat, tc)
 			if err != nil {
 				return nil, err
 			}
@@ -185,7 +186,7 @@ func (c *conversation) add(m models.Message) *conversation {
 // crossed it is kept, a tool is run for it or the model is sent it.
 func (c *conversation) check() error {
 	if c.limit > 0 && c.size > c.limit {
-		return Errorf(protocol.CodeLimitExceeded, "the agent's conversation would hold about %d bytes, over its cap of %d bytes (four per-node outputs, at most a quarter of the memory budget)", c.size, c.limit)
+		return engine.Errorf(protocol.CodeLimitExceeded, "the agent's conversation would hold about %d bytes, over its cap of %d bytes (four per-node outputs, at most a quarter of the memory budget)", c.size, c.limit)
 	}
 	return nil
 }
@@ -200,30 +201,25 @@ type toolCatalog struct {
 
 // agentCatalog lists the tools of the named toolsets that pass the
 // filters, under names the providers accept.
-func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*toolCatalog, error) {
+func agentCatalog(ctx context.Context, call *engine.Call, names, filters []string) (*toolCatalog, error) {
 	cat := &toolCatalog{byName: map[string]agentTool{}}
 	seen := map[string]bool{}
-	// What a toolset says of its tools goes to the model provider, so it
-	// is scrubbed at the door like a tool's results.
-	sc := c.scrub()
 	for _, ts := range names {
 		if seen[ts] {
 			continue
 		}
 		seen[ts] = true
-		set := c.services().tools
-		if set == nil || !set.Has(ts) {
-			return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
-		}
-		list, err := set.Tools(ctx, ts)
+		list, err := call.Tools(ctx, ts)
 		if err != nil {
-			return nil, toolError(ctx, err)
+			return nil, err
 		}
+		// What a toolset says of its tools goes to the model provider,
+		// so it is scrubbed at the door like a tool's results.
 		for _, t := range list {
 			if !toolSelected(filters, ts, t.Name) {
 				continue
 			}
-			if sc.String(t.Name) != t.Name {
+			if call.Redact(t.Name) != t.Name {
 				// A name that echoes a secret (the toolset's credential,
 				// say) is not offered: the provider would be sent it, and
 				// a name cannot be redacted and still be called.
@@ -231,11 +227,11 @@ func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*tool
 			}
 			name := exposedName(ts, t.Name, cat.byName)
 			cat.byName[name] = agentTool{toolset: ts, tool: t.Name}
-			cat.tools = append(cat.tools, models.Tool{Name: name, Description: sc.String(t.Description), InputSchema: scrubToolSchema(sc, t.InputSchema)})
+			cat.tools = append(cat.tools, models.Tool{Name: name, Description: call.Redact(t.Description), InputSchema: scrubToolSchema(call, t.InputSchema)})
 		}
 	}
 	if len(filters) > 0 && len(cat.tools) == 0 {
-		return nil, Errorf(protocol.CodeToolError, "with.tools selects no tool of toolsets %s", joinQuoted(names))
+		return nil, engine.Errorf(protocol.CodeToolError, "with.tools selects no tool of toolsets %s", joinQuoted(names))
 	}
 	return cat, nil
 }
@@ -294,7 +290,7 @@ func exposedName(ts, tool string, taken map[string]agentTool) string {
 // agentToolCall runs one tool call of the model and returns what the
 // model is told and the step to record. Only failures that end the node
 // are errors: a suspension, a toolset failure, the end of the context.
-func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.ToolCall) (string, map[string]any, error) {
+func agentToolCall(ctx context.Context, c *engine.Call, cat *toolCatalog, tc models.ToolCall) (string, map[string]any, error) {
 	rec := map[string]any{"tool": tc.Name, "isError": true}
 	// Arguments are JSON text from the model: an object, or nothing.
 	var args map[string]any
@@ -322,8 +318,8 @@ func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.To
 	if badArgs {
 		return "error: the arguments must be a JSON object", rec, nil
 	}
-	res, err := c.callTool(ctx, t.toolset, t.tool, args)
-	var ne *NodeError
+	res, err := c.Tool(ctx, t.toolset, t.tool, args)
+	var ne *engine.NodeError
 	var rpc *jsonrpc.Error
 	switch {
 	case err == nil:
@@ -340,7 +336,7 @@ func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.To
 	rec["isError"] = res.IsError
 	// The text goes to the model provider: no secret of the request
 	// (a toolset's header echoed by its server, say) goes with it.
-	text := c.clip(c.Redact(resultText(res)))
+	text := clip(c, c.Redact(resultText(res)))
 	if res.IsError {
 		return "error: " + orDefault(text, "the tool failed"), rec, nil
 	}
@@ -349,7 +345,7 @@ func (c *Call) agentToolCall(ctx context.Context, cat *toolCatalog, tc models.To
 
 // clip bounds what one tool result adds to the conversation, which is held
 // in memory and resent with every step: to the per-node output cap.
-func (c *Call) clip(s string) string {
+func clip(c *engine.Call, s string) string {
 	limit := c.Limits().MaxOutputBytes
 	if limit <= 0 || int64(len(s)) <= limit {
 		return s
@@ -365,13 +361,13 @@ func stringList(w map[string]any, field string) ([]string, error) {
 	}
 	list, ok := asArray(v)
 	if !ok {
-		return nil, Errorf(protocol.CodeExpressionError, "with.%s must be an array of strings, got %s", field, jsonKind(v))
+		return nil, engine.Errorf(protocol.CodeExpressionError, "with.%s must be an array of strings, got %s", field, engine.JSONType(v))
 	}
 	out := make([]string, len(list))
 	for i, e := range list {
 		s, isStr := e.(string)
 		if !isStr || s == "" {
-			return nil, Errorf(protocol.CodeExpressionError, "with.%s[%d] must be a non-empty string", field, i)
+			return nil, engine.Errorf(protocol.CodeExpressionError, "with.%s[%d] must be a non-empty string", field, i)
 		}
 		out[i] = s
 	}
@@ -381,8 +377,8 @@ func stringList(w map[string]any, field string) ([]string, error) {
 // scrubToolSchema returns a tool's input schema with every secret
 // replaced; a schema the replacement left no JSON object is offered as
 // the schema of any object, since providers require an object there.
-func scrubToolSchema(sc *scrubber, schema json.RawMessage) json.RawMessage {
-	out := sc.raw(schema)
+func scrubToolSchema(call *engine.Call, schema json.RawMessage) json.RawMessage {
+	out := call.RedactJSON(schema)
 	if len(schema) > 0 && (len(out) == 0 || out[0] != '{') {
 		return json.RawMessage(`{"type":"object"}`)
 	}
