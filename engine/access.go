@@ -6,6 +6,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -59,7 +60,7 @@ func (c *Call) Redact(s string) string { return c.r.x.redact.String(s) }
 
 // scrub returns the execution's redactor, which also scrubs what the
 // execution receives.
-func (c *Call) scrub() *scrubber { return c.r.x.redact }
+func (c *Call) scrub() *secrets.Scrubber { return c.r.x.redact }
 
 // services returns the running execution's services.
 func (c *Call) services() *runServices { return c.r.svc }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -80,6 +81,11 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 	var le *lang.Error
 	if errors.As(err, &le) {
 		return &NodeError{Code: le.Code, Message: le.Message, Err: le.Err}
+	}
+	if se := (*secrets.Error)(nil); errors.As(err, &se) {
+		// A bound of what the execution learns from its secrets (an http
+		// node's Scrubber.Learn).
+		return &NodeError{Code: se.Code, Message: se.Message}
 	}
 	switch {
 	case execCtx.Err() != nil && errors.Is(context.Cause(execCtx), errDeadline):

@@ -12,6 +12,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -381,8 +382,8 @@ func stringList(w map[string]any, field string) ([]string, error) {
 // scrubToolSchema returns a tool's input schema with every secret
 // replaced; a schema the replacement left no JSON object is offered as
 // the schema of any object, since providers require an object there.
-func scrubToolSchema(sc *scrubber, schema json.RawMessage) json.RawMessage {
-	out := sc.raw(schema)
+func scrubToolSchema(sc *secrets.Scrubber, schema json.RawMessage) json.RawMessage {
+	out := sc.Raw(schema)
 	if len(schema) > 0 && (len(out) == 0 || out[0] != '{') {
 		return json.RawMessage(`{"type":"object"}`)
 	}

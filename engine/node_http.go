@@ -16,6 +16,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 	"golang.org/x/net/http/httpguts"
@@ -48,19 +49,13 @@ type httpStep struct {
 	allSecrets bool
 }
 
-// readsSecrets reports whether t reads secrets.
-func readsSecrets(t lang.Template) bool {
-	names, all := t.Secrets()
-	return len(names) > 0 || all
-}
-
 // evalSecret evaluates a request field: a template that reads secrets
-// first with each of their shadows (see shadowSecrets), which decide
+// first with each of their shadows (see secrets.Shadows), which decide
 // whether it fails, and then with the secrets. sh gets the shadows'
 // values and, unless it is nil, win the values with the secrets' windows
-// (see windowSecrets).
+// (see secrets.Windows).
 func evalSecret(call *Call, t lang.Template, sh, win *[2]any) (any, error) {
-	if !readsSecrets(t) {
+	if !secrets.ReadsSecrets(t) {
 		return call.Eval(t)
 	}
 	with := func(secrets map[string]any) (any, error) {
@@ -97,12 +92,12 @@ func evalSecret(call *Call, t lang.Template, sh, win *[2]any) (any, error) {
 }
 
 // derivedValues lists the parts of the request's header and query values
-// that its secrets decided (see derivedPart), from the fields' values with
+// that its secrets decided (see secrets.DerivedPart), from the fields' values with
 // the secrets' windows and shadows: the values to add to the redactor
 // before the request is sent.
-func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []derived {
-	var out []derived
-	if readsSecrets(s.headers) {
+func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []secrets.Derived {
+	var out []secrets.Derived
+	if secrets.ReadsSecrets(s.headers) {
 		var alt [4]map[string]string
 		for i := range alt {
 			alt[i], _ = headerMap(headers[i])
@@ -111,7 +106,7 @@ func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []d
 			out = appendDerived(out, v, [4]string{alt[0][k], alt[1][k], alt[2][k], alt[3][k]})
 		}
 	}
-	if readsSecrets(s.query) {
+	if secrets.ReadsSecrets(s.query) {
 		var alt [4]map[string]any
 		for i := range alt {
 			alt[i], _ = query[i].(map[string]any)
@@ -146,8 +141,8 @@ func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []d
 
 // appendDerived appends the part of v its secrets decided, from alt: v
 // with the secrets' two windows and their two shadows.
-func appendDerived(out []derived, v string, alt [4]string) []derived {
-	if d := derivedPart(v, alt[0], alt[1], alt[2], alt[3]); d.value != "" || d.key != "" {
+func appendDerived(out []secrets.Derived, v string, alt [4]string) []secrets.Derived {
+	if d := secrets.DerivedPart(v, alt[0], alt[1], alt[2], alt[3]); d.Value != "" || d.Key != "" {
 		out = append(out, d)
 	}
 	return out
@@ -161,7 +156,7 @@ func (httpKind) Prepare(c *Compiler) Step {
 		headers: c.SecretTemplate("headers"),
 		body:    c.SecretTemplate("body"),
 	}
-	if names, all := s.url.Secrets(); len(names) > 0 || all {
+	if secrets.ReadsSecrets(s.url) {
 		// Not even the path: a URL decides where a request goes and is
 		// quoted in errors and logs, so the secret's characters could
 		// change which error comes back (issue 18, class 1).
@@ -340,7 +335,7 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	req.Bound = s.bound(call, req)
 	// Before anything is sent: an echo of a value built from a secret is
 	// scrubbed like the secret.
-	if err := call.scrub().learn(s.derivedValues(req,
+	if err := call.scrub().Learn(s.derivedValues(req,
 		[4]any{winHeaders[0], winHeaders[1], shHeaders[0], shHeaders[1]},
 		[4]any{winQuery[0], winQuery[1], shQuery[0], shQuery[1]})...); err != nil {
 		return nil, err
@@ -397,7 +392,7 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 		}
 		hdr[name] = v
 	}
-	return map[string]any{"status": res.Status, "headers": hdr, "body": sc.value(res.Body)}, nil
+	return map[string]any{"status": res.Status, "headers": hdr, "body": sc.Value(res.Body)}, nil
 }
 
 // headerMap reads with.headers: string values, null leaving a header out.

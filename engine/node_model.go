@@ -297,7 +297,7 @@ func (c *Call) invokeModel(ctx context.Context, role string, req models.Request)
 	for i, tc := range res.ToolCalls {
 		res.ToolCalls[i].ID = sc.String(tc.ID)
 		res.ToolCalls[i].Name = sc.String(tc.Name)
-		res.ToolCalls[i].Arguments = sc.raw(tc.Arguments)
+		res.ToolCalls[i].Arguments = sc.Raw(tc.Arguments)
 	}
 	return res, nil
 }

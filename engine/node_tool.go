@@ -117,9 +117,9 @@ func (c *Call) callTool(ctx context.Context, ts, tool string, args map[string]an
 	// secret (a header of its toolset, an argument) cannot hand it on.
 	sc := c.scrub()
 	for i, b := range res.Content {
-		res.Content[i] = sc.raw(b)
+		res.Content[i] = sc.Raw(b)
 	}
-	res.Structured = sc.value(res.Structured)
+	res.Structured = sc.Value(res.Structured)
 	return res, nil
 }
 
