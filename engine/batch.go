@@ -176,13 +176,8 @@ func (x *Execution) runBatch(ctx context.Context, sink Sink, b *batchDoc, at int
 	// The batch may start its share of maxNodes, which the parent has
 	// reserved for it: past it, a node fails as past maxNodes.
 	r.nodeCap = min(b.MaxNodes, int64(x.limits.MaxNodes))
-	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
-	r.svc = x.openServices()
-	defer r.closeServices(ctx)
-	ctx, cancel := x.deadline(ctx)
-	defer cancel()
-
-	gr := r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0)
+	ctx, gr, stop := r.open(ctx)
+	defer stop()
 	for id, st := range b.Scope {
 		k, ok := x.g.index[id]
 		if !ok {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
@@ -200,14 +199,10 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 		return nil, err
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	d := newDispatch(ctx)
+	defer d.cancel()
+	ctx = d.ctx
 	out := make([]any, len(items))
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
 	// inv bounds this map's invocations; the execution's slots bound those
 	// of all its distributed maps together, at maxFanOutInvocations: maps
 	// side by side do not multiply it.
@@ -217,7 +212,7 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	// this map's batches in flight to give back what they did not use.
 	perItem, remaining := s.nodesPerItem(), int64(len(items))
 	freed := make(chan struct{}, 1)
-	inFlight := 0 // under mu
+	inFlight := 0 // under d.mu
 loop:
 	for k, b := range bs {
 		select {
@@ -238,18 +233,18 @@ loop:
 		}
 		count := &batchCount{items: int64(b.n)}
 		for {
-			mu.Lock()
+			d.mu.Lock()
 			busy := inFlight
-			mu.Unlock()
+			d.mu.Unlock()
 			if count.allowance = r.reserveNodes(count.items, remaining, perItem); count.allowance > 0 {
 				break
 			}
 			if busy == 0 {
-				mu.Lock()
-				if first == nil {
-					first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+b.n-1)
+				d.mu.Lock()
+				if d.first == nil {
+					d.first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+b.n-1)
 				}
-				mu.Unlock()
+				d.mu.Unlock()
 				<-all
 				<-slots
 				break loop
@@ -268,43 +263,37 @@ loop:
 		doc.MaxNodes = count.allowance
 		part := items[b.start : b.start+b.n]
 		bsize := b.size
-		mu.Lock()
+		d.mu.Lock()
 		inFlight++
-		mu.Unlock()
+		d.mu.Unlock()
 		if len(r.x.secretValues) > 0 {
 			doc.Learned, doc.LearnCaps, doc.share = r.x.redact.Lend(learnSlots(slots, all, len(bs)-k))
 		}
-		wg.Add(1)
+		d.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer d.wg.Done()
 			defer func() { <-all; <-slots }()
 			vals, err := s.runBatch(ctx, call, fo, &doc, batchItems{common: common, items: part, size: bsize}, count)
 			r.settleNodes(count)
-			mu.Lock()
-			defer mu.Unlock()
+			d.mu.Lock()
+			defer d.mu.Unlock()
 			inFlight--
 			select {
 			case freed <- struct{}{}:
 			default:
 			}
 			if err != nil {
-				if first == nil {
-					first = err
-				}
-				cancel()
+				// Under the lock that counts the batch out of inFlight:
+				// the loop, finding no batch in flight, finds this
+				// failure kept and does not put maxNodes' in its place.
+				d.failLocked(err)
 				return
 			}
 			copy(out[doc.Start:], vals)
 		}()
 	}
-	wg.Wait()
-	switch {
-	case first != nil:
-		return nil, first
-	case call.suspending():
-		return nil, errSuspended
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
+	if err := d.wait(call); err != nil {
+		return nil, err
 	}
 	// Scrubbed again with all the batches have learned: one batch's output
 	// may hold what another sent.

@@ -129,16 +129,11 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 		ctx, end = o.StartExecution(ctx, r.id)
 		defer func() { end(sum) }()
 	}
-	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
 	// Services live as long as the run: opened now, closed after the
 	// terminal event (defers run after the Summary below is built).
-	r.svc = x.openServices()
-	defer r.closeServices(ctx)
-	ctx, cancel := x.deadline(ctx)
-	defer cancel()
+	ctx, gr, stop := r.open(ctx)
+	defer stop()
 	r.deadline, _ = ctx.Deadline()
-
-	gr := r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0)
 	r.preflight(gr)
 	var err error
 	if !r.suspended.Load() {
@@ -147,6 +142,24 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 	status, code := r.finish(ctx, gr, err)
 	return protocol.Summary{ExecutionID: r.id, Status: status, Code: code, Nodes: r.nodes.Load(),
 		Duration: time.Since(r.start), Usage: r.usageSnapshot(), Failures: r.failed.list()}
+}
+
+// open readies r to run its execution's graph, for Execution.Run and a
+// distributed map's batch (Execution.runBatch) alike: its concurrency
+// slots, its services, the execution's deadline. It returns the deadline's
+// context, the run of the graph in the execution's scope, and stop, which
+// the caller defers: it ends the context and closes the services (by
+// ctx's deadline, not the one it just ended).
+func (r *run) open(ctx context.Context) (context.Context, *graphRun, func()) {
+	x := r.x
+	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
+	r.svc = x.openServices()
+	dctx, cancel := x.deadline(ctx)
+	stop := func() {
+		cancel()
+		r.closeServices(ctx)
+	}
+	return dctx, r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0), stop
 }
 
 // deadline derives the execution context: the caller's deadline (the

@@ -14,6 +14,7 @@ package secrets
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,20 @@ func (s *Scrubber) Bytes(b []byte) []byte { return s.redactor().Bytes(b) }
 
 // Empty reports whether s replaces nothing.
 func (s *Scrubber) Empty() bool { return s.redactor().Empty() }
+
+// Error is a refusal of the machinery: a bound on what an execution
+// learns from its secrets, or a batch's report its parent could not take.
+// The engine fails the node with its Code and Message.
+type Error struct {
+	Code    protocol.Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(code protocol.Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
 
 // Derived is the part of a value about to be sent that the execution's
 // secrets decided (see DerivedPart).
