@@ -456,7 +456,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 	count.ended, count.reported = true, end.Nodes
 	if end.Learned != nil {
 		if err := r.x.redact.Absorb(*end.Learned, doc.share); err != nil {
-			return nil, secretError(err)
+			return nil, codedError(err)
 		}
 	}
 	r.usage.inputTokens.Add(end.Usage.InputTokens)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/authorjson"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/lang"
@@ -347,7 +348,7 @@ func (s *httpStep) Run(ctx context.Context, call *Call) (any, error) {
 	// The URL with its query escaped is the author's value too (a control
 	// character is three bytes): charged as net/http holds it
 	// (encode_sent.go), held until the request is done.
-	sentURL, err := call.r.chargeAuthor("with.url and with.query (as the request holds them once escaped)", urlHeld*querySize(req.URL, req.Query))
+	sentURL, err := call.r.chargeAuthor("with.url and with.query (as the request holds them once escaped)", urlHeld*authorjson.QuerySize(req.URL, req.Query))
 	if err != nil {
 		return nil, err
 	}

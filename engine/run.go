@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/authorjson"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
@@ -244,7 +245,7 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status proto
 }
 
 // resultFits refuses a result whose encoding cannot fit in what the
-// sink's stream limit leaves, before anything encodes it (jsonSizeWithin).
+// sink's stream limit leaves, before anything encodes it (authorjson.SizeWithin).
 func (r *run) resultFits(out any) error {
 	rs, ok := r.sink.(interface{ Room() int64 })
 	if !ok {
@@ -256,9 +257,9 @@ func (r *run) resultFits(out any) error {
 	}
 	// The line around the output: the header, usage and duration.
 	const envelope = 512
-	if _, fits, deep := jsonSizeWithin(out, max(room-envelope, 0)); deep {
+	if _, fits, deep := authorjson.SizeWithin(out, max(room-envelope, 0)); deep {
 		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf(
-			"the result nests deeper than %d levels, which JSON decoders refuse", maxJSONDepth)}
+			"the result nests deeper than %d levels, which JSON decoders refuse", authorjson.MaxDepth)}
 	} else if !fits {
 		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf(
 			"the result does not fit in the %d bytes the event stream's limit (maxStreamBytes) leaves", room)}
@@ -322,9 +323,9 @@ func (r *run) traced(v any) json.RawMessage {
 		// Past the limit, only the start of it is encoded for the
 		// preview, with room beyond the cut so that a secret across it
 		// is redacted whole before the preview is cut.
-		total, _, deep := jsonSizeWithin(v, 8*r.x.limits.MaxOutputBytes+int64(limit))
+		total, _, deep := authorjson.SizeWithin(v, 8*r.x.limits.MaxOutputBytes+int64(limit))
 		if total > int64(limit) || deep {
-			head, err := r.marshal(clipJSON(v, int64(limit)/2+tracedMargin))
+			head, err := r.marshal(authorjson.Clip(v, int64(limit)/2+tracedMargin))
 			if err != nil || deep {
 				head = nil
 			}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -10,7 +9,7 @@ import (
 
 // The engine's side of the secret machinery (engine/secrets): the private
 // line on which a distributed map's child reports what its redactor
-// learned, and the refusals of the machinery as node errors.
+// learned. The machinery's refusals become node errors in codedError.
 
 // batchLearnedType is the private line of a child's stream that reports
 // values its redactor learned. It is never emitted to the parent's sink.
@@ -29,7 +28,7 @@ func (r *run) learnFromBatch(line []byte, sh *secrets.Share) error {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return Errorf(protocol.CodeInvocationFailed, "the child's stream has a %s line that cannot be read", batchLearnedType)
 	}
-	return secretError(r.x.redact.Absorb(l.Learned, sh))
+	return codedError(r.x.redact.Absorb(l.Learned, sh))
 }
 
 // learnSlots is how many batches may share what is left of the bounds when
@@ -37,14 +36,4 @@ func (r *run) learnFromBatch(line []byte, sh *secrets.Share) error {
 // no more than the map's batches not yet sent (left, this one included).
 func learnSlots(slots, all chan struct{}, left int) int {
 	return max(1, min(cap(slots)-len(slots), cap(all)-len(all), left-1)+1)
-}
-
-// secretError returns err, a refusal of the secret machinery, as the node
-// error it fails the node with (nil for nil).
-func secretError(err error) error {
-	var se *secrets.Error
-	if errors.As(err, &se) {
-		return &NodeError{Code: se.Code, Message: se.Message}
-	}
-	return err
 }
