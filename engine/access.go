@@ -10,6 +10,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/engine/schema"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -162,15 +163,15 @@ func (c *Call) Redact(s string) string { return c.r.x.redact.String(s) }
 // RedactValue returns v, a decoded JSON value received from outside,
 // with every string (object keys too) redacted; a value without a secret
 // is returned as it is, shared.
-func (c *Call) RedactValue(v any) any { return c.r.x.redact.value(v) }
+func (c *Call) RedactValue(v any) any { return c.r.x.redact.Value(v) }
 
 // RedactJSON returns JSON text received from outside with every secret
 // of the execution masked, in any form the redactor knows.
-func (c *Call) RedactJSON(b json.RawMessage) json.RawMessage { return c.r.x.redact.raw(b) }
+func (c *Call) RedactJSON(b json.RawMessage) json.RawMessage { return c.r.x.redact.Raw(b) }
 
 // scrub returns the execution's redactor, which also scrubs what the
 // execution receives.
-func (c *Call) scrub() *scrubber { return c.r.x.redact }
+func (c *Call) scrub() *secrets.Scrubber { return c.r.x.redact }
 
 // EvalSecret evaluates a template that may read secrets
 // (Compiler.SecretTemplate), by the secret rule: first with each of the
@@ -182,12 +183,12 @@ func (c *Call) scrub() *scrubber { return c.r.x.redact }
 // LearnSecrets. A template that reads no secret is evaluated once, as
 // Eval does, and sh and win are left as they are.
 func (c *Call) EvalSecret(t lang.Template, sh, win *[2]any) (any, error) {
-	if names, all := t.Secrets(); len(names) == 0 && !all {
+	if !secrets.ReadsSecrets(t) {
 		return c.Eval(t)
 	}
-	with := func(secrets map[string]any) (any, error) {
+	with := func(values map[string]any) (any, error) {
 		ev := newEvaluator(c.evalContext(), c.sc, t, c.n.sight)
-		ev.SetSecrets(secrets)
+		ev.SetSecrets(values)
 		return ev.Eval(t)
 	}
 	for i := range sh {
@@ -233,13 +234,13 @@ type SentString struct {
 // shadows, whatever the secrets' lengths) it fails with LIMIT_EXCEEDED
 // and nothing is learned.
 func (c *Call) LearnSecrets(values []SentString) error {
-	var out []derived
+	var out []secrets.Derived
 	for _, v := range values {
-		if d := derivedPart(v.Value, v.Windows[0], v.Windows[1], v.Shadows[0], v.Shadows[1]); d.value != "" || d.key != "" {
+		if d := secrets.DerivedPart(v.Value, v.Windows[0], v.Windows[1], v.Shadows[0], v.Shadows[1]); d.Value != "" || d.Key != "" {
 			out = append(out, d)
 		}
 	}
-	return c.scrub().learn(out...)
+	return c.scrub().Learn(out...)
 }
 
 // services returns the running execution's services.

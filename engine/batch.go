@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -56,11 +57,11 @@ type batchDoc struct {
 	// Learned is what the parent's redactor had learned (values built from
 	// secrets) when it sent the batch, which the child knows before it
 	// runs anything; LearnCaps, the totals the child's may reach: that
-	// plus the batch's share of the execution's bounds (scrub_share.go).
-	Learned   *learnedSet `json:"learned,omitempty"`
-	LearnCaps *learnCaps  `json:"learnCaps,omitempty"`
+	// plus the batch's share of the execution's bounds (engine/secrets/share.go).
+	Learned   *secrets.Learned `json:"learned,omitempty"`
+	LearnCaps *secrets.Caps    `json:"learnCaps,omitempty"`
 
-	share *learnShare // the parent's: the share lent, until the batch ends
+	share *secrets.Share // the parent's: the share lent, until the batch ends
 }
 
 // batchState is an outer node's state as a batch carries it.
@@ -81,7 +82,7 @@ type batchEnd struct {
 	Nodes int64 `json:"nodes"`
 	// Learned is everything the child's redactor learned beyond what the
 	// parent sent, each value already reported on a private line.
-	Learned *learnedSet `json:"learned,omitempty"`
+	Learned *secrets.Learned `json:"learned,omitempty"`
 }
 
 // batchFailure is the failure that ended a batch, as the parent's map
@@ -144,10 +145,10 @@ func (e *Engine) ServeBatch(ctx context.Context, event []byte, w io.Writer) erro
 	bw := &breakingWriter{w: w, cancel: cancel, flush: flusherOf(w)}
 	// Before anything runs: what the parent learned is redacted here too,
 	// and what this batch learns reaches the parent before it is sent.
-	x.redact.adopt(b.Learned, b.LearnCaps, bw.learned)
+	x.redact.Adopt(b.Learned, b.LearnCaps, bw.learned)
 	sink := protocol.NewWriter(bw, b.ExecutionID, bw.flusher())
 	end := x.runBatch(ctx, sink, b, i, step, items)
-	if l := x.redact.learnedSince(); !l.empty() {
+	if l := x.redact.LearnedSince(); !l.Empty() {
 		end.Learned = &l
 	}
 	line, err := encodeEnd(end)
@@ -175,13 +176,8 @@ func (x *Execution) runBatch(ctx context.Context, sink Sink, b *batchDoc, at int
 	// The batch may start its share of maxNodes, which the parent has
 	// reserved for it: past it, a node fails as past maxNodes.
 	r.nodeCap = min(b.MaxNodes, int64(x.limits.MaxNodes))
-	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
-	r.svc = x.openServices()
-	defer r.closeServices(ctx)
-	ctx, cancel := x.deadline(ctx)
-	defer cancel()
-
-	gr := r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0)
+	ctx, gr, stop := r.open(ctx)
+	defer stop()
 	for id, st := range b.Scope {
 		k, ok := x.g.index[id]
 		if !ok {
@@ -278,8 +274,8 @@ func (b *breakingWriter) flushLocked() error {
 
 // learned writes the private line that reports what the batch's redactor
 // learned, and flushes it, before the request that carries it is sent.
-func (b *breakingWriter) learned(set learnedSet) error {
-	line, err := json.Marshal(batchLearned{Type: batchLearnedType, learnedSet: set})
+func (b *breakingWriter) learned(set secrets.Learned) error {
+	line, err := json.Marshal(batchLearned{Type: batchLearnedType, Learned: set})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/authorjson"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
@@ -70,7 +71,7 @@ func (c *Call) Model(ctx context.Context, role string, req models.Request) (*mod
 	for i, tc := range res.ToolCalls {
 		res.ToolCalls[i].ID = sc.String(tc.ID)
 		res.ToolCalls[i].Name = sc.String(tc.Name)
-		res.ToolCalls[i].Arguments = sc.raw(tc.Arguments)
+		res.ToolCalls[i].Arguments = sc.Raw(tc.Arguments)
 	}
 	return res, nil
 }
@@ -176,9 +177,9 @@ func (c *Call) Tool(ctx context.Context, ts, tool string, args map[string]any) (
 	// secret (a header of its toolset, an argument) cannot hand it on.
 	sc := c.scrub()
 	for i, b := range res.Content {
-		res.Content[i] = sc.raw(b)
+		res.Content[i] = sc.Raw(b)
 	}
-	res.Structured = sc.value(res.Structured)
+	res.Structured = sc.Value(res.Structured)
 	return res, nil
 }
 
@@ -228,7 +229,7 @@ func (c *Call) HTTP(ctx context.Context, req *egress.Request) (*egress.Response,
 	// The URL with its query escaped is the author's value too (a control
 	// character is three bytes): charged as net/http holds it
 	// (encode_sent.go), held until the request is done.
-	sentURL, err := c.r.chargeAuthor("with.url and with.query (as the request holds them once escaped)", urlHeld*querySize(req.URL, req.Query))
+	sentURL, err := c.r.chargeAuthor("with.url and with.query (as the request holds them once escaped)", urlHeld*authorjson.QuerySize(req.URL, req.Query))
 	if err != nil {
 		return nil, err
 	}

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 )
@@ -166,7 +166,7 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	}
 	room := int64(MaxBatchPayloadBytes - len(common) - batchTailBytes)
 	if len(r.x.secretValues) > 0 {
-		room -= learnedDocBytes // what the redactor learned rides along
+		room -= secrets.LearnedDocBytes // what the redactor learned rides along
 	}
 	if room <= 0 {
 		return nil, Errorf(protocol.CodeLimitExceeded, "the request and the outer nodes' outputs take %d bytes, over what one child invocation's event can carry (%d bytes)", len(common), MaxBatchPayloadBytes)
@@ -199,14 +199,10 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 		return nil, err
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	d := newDispatch(ctx)
+	defer d.cancel()
+	ctx = d.ctx
 	out := make([]any, len(items))
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
 	// inv bounds this map's invocations; the execution's slots bound those
 	// of all its distributed maps together, at maxFanOutInvocations: maps
 	// side by side do not multiply it.
@@ -216,7 +212,7 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	// this map's batches in flight to give back what they did not use.
 	perItem, remaining := s.nodesPerItem(), int64(len(items))
 	freed := make(chan struct{}, 1)
-	inFlight := 0 // under mu
+	inFlight := 0 // under d.mu
 loop:
 	for k, b := range bs {
 		select {
@@ -237,18 +233,18 @@ loop:
 		}
 		count := &batchCount{items: int64(b.n)}
 		for {
-			mu.Lock()
+			d.mu.Lock()
 			busy := inFlight
-			mu.Unlock()
+			d.mu.Unlock()
 			if count.allowance = r.reserveNodes(count.items, remaining, perItem); count.allowance > 0 {
 				break
 			}
 			if busy == 0 {
-				mu.Lock()
-				if first == nil {
-					first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+b.n-1)
+				d.mu.Lock()
+				if d.first == nil {
+					d.first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+b.n-1)
 				}
-				mu.Unlock()
+				d.mu.Unlock()
 				<-all
 				<-slots
 				break loop
@@ -267,47 +263,41 @@ loop:
 		doc.MaxNodes = count.allowance
 		part := items[b.start : b.start+b.n]
 		bsize := b.size
-		mu.Lock()
+		d.mu.Lock()
 		inFlight++
-		mu.Unlock()
+		d.mu.Unlock()
 		if len(r.x.secretValues) > 0 {
-			doc.Learned, doc.LearnCaps, doc.share = r.x.redact.lend(learnSlots(slots, all, len(bs)-k))
+			doc.Learned, doc.LearnCaps, doc.share = r.x.redact.Lend(learnSlots(slots, all, len(bs)-k))
 		}
-		wg.Add(1)
+		d.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer d.wg.Done()
 			defer func() { <-all; <-slots }()
 			vals, err := s.runBatch(ctx, call, fo, &doc, batchItems{common: common, items: part, size: bsize}, count)
 			r.settleNodes(count)
-			mu.Lock()
-			defer mu.Unlock()
+			d.mu.Lock()
+			defer d.mu.Unlock()
 			inFlight--
 			select {
 			case freed <- struct{}{}:
 			default:
 			}
 			if err != nil {
-				if first == nil {
-					first = err
-				}
-				cancel()
+				// Under the lock that counts the batch out of inFlight:
+				// the loop, finding no batch in flight, finds this
+				// failure kept and does not put maxNodes' in its place.
+				d.failLocked(err)
 				return
 			}
 			copy(out[doc.Start:], vals)
 		}()
 	}
-	wg.Wait()
-	switch {
-	case first != nil:
-		return nil, first
-	case call.suspending():
-		return nil, errSuspended
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
+	if err := d.wait(call); err != nil {
+		return nil, err
 	}
 	// Scrubbed again with all the batches have learned: one batch's output
 	// may hold what another sent.
-	r.x.redact.rescrub(out)
+	r.x.redact.Rescrub(out)
 	return out, nil
 }
 
@@ -373,10 +363,10 @@ type batchItems struct {
 // batchOwn are the fields of batchDoc each batch has of its own, which
 // batchPayload writes after the common ones.
 type batchOwn struct {
-	Start     int         `json:"start,omitempty"`
-	MaxNodes  int64       `json:"maxNodes"`
-	Learned   *learnedSet `json:"learned,omitempty"`
-	LearnCaps *learnCaps  `json:"learnCaps,omitempty"`
+	Start     int              `json:"start,omitempty"`
+	MaxNodes  int64            `json:"maxNodes"`
+	Learned   *secrets.Learned `json:"learned,omitempty"`
+	LearnCaps *secrets.Caps    `json:"learnCaps,omitempty"`
 }
 
 // batchTailBytes is room for a batch's own fields but its items and what
@@ -432,7 +422,7 @@ func (r *run) batchPayload(ctx context.Context, what string, doc *batchDoc, b ba
 // It returns the batch's outputs, or the failure that ends the map.
 func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc, items batchItems, count *batchCount) ([]any, error) {
 	r := call.r
-	defer r.x.redact.release(doc.share)
+	defer r.x.redact.Release(doc.share)
 	last := doc.Start + len(items.items) - 1
 	what := fmt.Sprintf("batch of items %d to %d", doc.Start, last)
 	payload, err := r.batchPayload(ctx, what, doc, items)
@@ -465,8 +455,8 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 	}
 	count.ended, count.reported = true, end.Nodes
 	if end.Learned != nil {
-		if err := r.x.redact.absorb(*end.Learned, doc.share); err != nil {
-			return nil, err
+		if err := r.x.redact.Absorb(*end.Learned, doc.share); err != nil {
+			return nil, codedError(err)
 		}
 	}
 	r.usage.inputTokens.Add(end.Usage.InputTokens)
@@ -535,7 +525,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 // batch's outputs, up to the child's own budget. The end is returned with
 // what is still charged for it (the line and the outputs' copies), which the
 // caller releases once it has charged the decoded outputs.
-func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount, share *learnShare) (*batchEnd, int64, error) {
+func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount, share *secrets.Share) (*batchEnd, int64, error) {
 	br := bufio.NewReaderSize(rc, 64<<10)
 	l := r.x.limits
 	// A line carries one event (bounded by maxEventBytes in the child) or
@@ -604,7 +594,7 @@ func isEndLine(line []byte) bool {
 // forwardLine emits one event line of a child, or returns its end. A
 // private line (what the child's redactor learned) is learned, never
 // emitted.
-func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *learnShare) (*batchEnd, error) {
+func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *secrets.Share) (*batchEnd, error) {
 	var head struct {
 		Type string `json:"type"`
 	}

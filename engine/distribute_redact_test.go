@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -79,10 +80,8 @@ func TestDistributeLearnedCapsAcrossBatches(t *testing.T) {
 			s := &recSink{}
 			x.Run(context.Background(), s)
 			text := streamText(s)
-			sc := x.redact
-			sc.mu.Lock()
-			keys, worst, reserved := len(sc.keys), sc.worst, sc.reserved
-			sc.mu.Unlock()
+			used, reserved := x.redact.Usage()
+			keys, worst := used.Keys, used.Worst
 			calls := int64(0)
 			if fo != nil {
 				calls = fo.calls.Load()
@@ -91,13 +90,13 @@ func TestDistributeLearnedCapsAcrossBatches(t *testing.T) {
 			if !strings.Contains(rtLastLine(text), "LIMIT_EXCEEDED") {
 				t.Errorf("the map did not fail LIMIT_EXCEEDED: %s", rtLastLine(text))
 			}
-			if keys > maxDerivedSecrets || worst > maxDerivedTotal {
-				t.Errorf("the execution learned %d shadows, %d bytes: over its bounds (%d, %d)", keys, worst, maxDerivedSecrets, maxDerivedTotal)
+			if keys > secrets.Bounds().Keys || worst > secrets.Bounds().Worst {
+				t.Errorf("the execution learned %d shadows, %d bytes: over its bounds (%d, %d)", keys, worst, secrets.Bounds().Keys, secrets.Bounds().Worst)
 			}
 			if n := srv.distinct(); n > keys {
 				t.Errorf("the host got %d distinct values built from the secret, the execution learned %d", n, keys)
 			}
-			if reserved != (learnCaps{}) {
+			if reserved != (secrets.Caps{}) {
 				t.Errorf("shares still reserved after the map: %+v", reserved)
 			}
 		})
@@ -121,10 +120,9 @@ func TestDistributeSameLearnedValueEveryBatch(t *testing.T) {
 	if last := rtLastLine(streamText(s)); !strings.Contains(last, `"status":"completed"`) {
 		t.Fatalf("did not complete: %s", last)
 	}
-	x.redact.mu.Lock()
-	defer x.redact.mu.Unlock()
-	if len(x.redact.keys) != 1 || x.redact.reserved != (learnCaps{}) {
-		t.Errorf("the parent learned %d shadows (want 1), %+v still reserved", len(x.redact.keys), x.redact.reserved)
+	used, reserved := x.redact.Usage()
+	if used.Keys != 1 || reserved != (secrets.Caps{}) {
+		t.Errorf("the parent learned %d shadows (want 1), %+v still reserved", used.Keys, reserved)
 	}
 }
 
@@ -249,71 +247,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// TestScrubberShares: what a parent lends its batches is reserved until
-// they end; what a batch reports is charged to its share, and what passes
-// the share is learned all the same and refused.
-func TestScrubberShares(t *testing.T) {
-	s := newScrubber([]string{"share-secret"})
-	set, caps, sh := s.lend(4)
-	if len(set.Keys) != 0 || caps.Keys != maxDerivedSecrets/4 || s.reserved.Keys != maxDerivedSecrets/4 {
-		t.Fatalf("lend(4): %+v %+v reserved %+v", set, caps, s.reserved)
-	}
-	// A second batch shares what the first does not hold.
-	_, caps2, sh2 := s.lend(3)
-	if caps2.Keys != (maxDerivedSecrets-maxDerivedSecrets/4)/3 {
-		t.Errorf("second share: %+v", caps2)
-	}
-	s.release(sh2)
-	report := learnedSet{Keys: [][]byte{[]byte("k1"), []byte("k2")}, Values: [][]byte{[]byte("v-one"), []byte("v-two")}}
-	if err := s.absorb(report, sh); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.String("a v-one b"); got != "a [REDACTED] b" {
-		t.Errorf("not learned: %q", got)
-	}
-	if len(s.keys) != 2 || s.reserved.Keys != maxDerivedSecrets/4-2 {
-		t.Errorf("after absorb: %d keys, reserved %+v", len(s.keys), s.reserved)
-	}
-	// Reported again (the end line): nothing is charged twice.
-	if err := s.absorb(report, sh); err != nil || s.reserved.Keys != maxDerivedSecrets/4-2 {
-		t.Errorf("absorbed twice: %v, reserved %+v", err, s.reserved)
-	}
-	var over learnedSet
-	for i := range maxDerivedSecrets {
-		over.Keys = append(over.Keys, fmt.Appendf(nil, "o%d", i))
-	}
-	over.Values = [][]byte{[]byte("v-over")}
-	if err := s.absorb(over, sh); codeOf(err) != string(protocol.CodeLimitExceeded) {
-		t.Errorf("past the share: %v", err)
-	}
-	if got := s.String("v-over"); got != "[REDACTED]" {
-		t.Errorf("past the share, not learned: %q", got)
-	}
-	s.release(sh)
-	if s.reserved != (learnCaps{}) {
-		t.Errorf("reserved after release: %+v", s.reserved)
-	}
-	// A child: knows what it was sent, learns up to its caps, reports.
-	c := newScrubber([]string{"share-secret"})
-	var got []learnedSet
-	c.adopt(&learnedSet{Keys: [][]byte{[]byte("k1")}, Values: [][]byte{[]byte("v-one")}}, &learnCaps{Keys: 2, Worst: 1 << 20, Values: 10, Bytes: 1 << 20}, func(l learnedSet) error {
-		got = append(got, l)
-		return nil
-	})
-	if c.String("v-one") != "[REDACTED]" {
-		t.Error("the child does not redact what it was sent")
-	}
-	if err := c.learn(derived{value: "v-new", key: "k2"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.learn(derived{value: "v-3", key: "k3"}); err == nil {
-		t.Error("the child learned past its caps")
-	}
-	if len(got) != 1 || string(got[0].Values[0]) != "v-new" || len(c.learnedSince().Keys) != 1 {
-		t.Errorf("reported %+v, since %+v", got, c.learnedSince())
-	}
 }
 
 // failOnLearned fails the write of a private line, as a stream the parent

@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"strings"
-
-	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/authorjson"
 	"github.com/runnerd/lambda-runner/engine/models"
 )
 
@@ -27,21 +25,18 @@ const (
 	toolArgsHeld     = 4
 )
 
-// sentStringSize is s as a JSON string with HTML escaping on.
-func sentStringSize(s string) int64 { return lang.JSONStringSize(s) }
-
 // modelRequestSize is what a provider's SDK writes of req, at least: its
 // texts escaped, each turn's and tool's framing at a small constant.
 func modelRequestSize(req models.Request) int64 {
-	n := sentStringSize(req.System) + int64(len(req.JSONSchema))
+	n := authorjson.SentStringSize(req.System) + int64(len(req.JSONSchema))
 	for _, m := range req.Messages {
-		n += sentStringSize(m.Content) + sentStringSize(m.ToolCallID) + 32
+		n += authorjson.SentStringSize(m.Content) + authorjson.SentStringSize(m.ToolCallID) + 32
 		for _, tc := range m.ToolCalls {
-			n += sentStringSize(tc.ID) + sentStringSize(tc.Name) + int64(len(tc.Arguments)) + 32
+			n += authorjson.SentStringSize(tc.ID) + authorjson.SentStringSize(tc.Name) + int64(len(tc.Arguments)) + 32
 		}
 	}
 	for _, t := range req.Tools {
-		n += sentStringSize(t.Name) + sentStringSize(t.Description) + int64(len(t.InputSchema)) + 32
+		n += authorjson.SentStringSize(t.Name) + authorjson.SentStringSize(t.Description) + int64(len(t.InputSchema)) + 32
 	}
 	return n
 }
@@ -54,82 +49,9 @@ func sentValueSize(what string, v any, limit int64) (int64, error) {
 		return 0, err
 	}
 	// v fits in n bytes, so this walk visits fewer than n elements.
-	return n + 5*htmlEscaped(v, 0), nil
-}
-
-// htmlEscaped counts the characters of v's strings, keys included, that
-// HTML escaping writes as six bytes rather than one.
-func htmlEscaped(v any, depth int) int64 {
-	if depth > maxJSONDepth {
-		return 0
-	}
-	count := func(s string) int64 {
-		return int64(strings.Count(s, "<") + strings.Count(s, ">") + strings.Count(s, "&"))
-	}
-	switch t := v.(type) {
-	case string:
-		return count(t)
-	case []string:
-		var n int64
-		for _, s := range t {
-			n += count(s)
-		}
-		return n
-	case []any:
-		var n int64
-		for _, e := range t {
-			n += htmlEscaped(e, depth+1)
-		}
-		return n
-	case map[string]any:
-		var n int64
-		for k, e := range t {
-			n += count(k) + htmlEscaped(e, depth+1)
-		}
-		return n
-	}
-	return 0
+	return n + 5*authorjson.HTMLEscaped(v), nil
 }
 
 // urlHeld is what net/http holds of a URL per byte as it is written: the
 // escaped query, the URL's string, the request line.
 const urlHeld = 4
-
-// urlEscapedSize is at most what URL escaping writes of s: three bytes
-// for each byte outside the unreserved set, one for the rest.
-func urlEscapedSize(s string) int64 {
-	n := int64(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~') {
-			n += 2
-		}
-	}
-	return n
-}
-
-// querySize is at most what the URL of an http node takes once its query
-// is escaped and appended: each key once per value, each value as text
-// (a number or boolean at most 32 bytes).
-func querySize(rawURL string, q map[string]any) int64 {
-	n := urlEscapedSize(rawURL)
-	var value func(k string, v any, depth int)
-	value = func(k string, v any, depth int) {
-		switch t := v.(type) {
-		case string:
-			n += urlEscapedSize(k) + urlEscapedSize(t) + 2
-		case []any:
-			if depth == 0 {
-				for _, e := range t {
-					value(k, e, 1)
-				}
-			}
-		default:
-			n += urlEscapedSize(k) + 34
-		}
-	}
-	for k, v := range q {
-		value(k, v, 0)
-	}
-	return n
-}

@@ -8,8 +8,9 @@ import (
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
-	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/engine/permission"
+	"github.com/runnerd/lambda-runner/engine/plancache"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -117,9 +118,9 @@ type Execution struct {
 	input        any
 	trace        bool
 	secretValues map[string]any
-	shadows      [2]map[string]any // secretValues' shadows (see shadowSecrets)
-	windows      [2]map[string]any // and windows (see windowSecrets)
-	redact       *scrubber
+	shadows      [2]map[string]any // secretValues' shadows (see secrets.Shadows)
+	windows      [2]map[string]any // and windows (see secrets.Windows)
+	redact       *secrets.Scrubber
 	decider      *permission.Decider
 	models       *models.Table  // runtime.models, else the deployment's
 	http         *egress.Client // this execution's, released by Run

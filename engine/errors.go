@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -77,9 +78,8 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 	if errors.As(err, &ne) && ne.Code != "" {
 		return ne
 	}
-	var le *lang.Error
-	if errors.As(err, &le) {
-		return &NodeError{Code: le.Code, Message: le.Message, Err: le.Err}
+	if ce, ok := codedError(err).(*NodeError); ok {
+		return ce
 	}
 	switch {
 	case execCtx.Err() != nil && errors.Is(context.Cause(execCtx), errDeadline):
@@ -95,6 +95,24 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 		return &NodeError{Code: protocol.CodeTimeout, Message: "node timed out", Err: err}
 	}
 	return &NodeError{Code: protocol.CodeFailed, Message: err.Error(), Err: err}
+}
+
+// codedError returns err as a *NodeError when it is a failure, with its
+// code, of a package below the engine that knows nothing of node errors:
+// an evaluation's, or an author value's JSON cannot hold (engine/authorjson),
+// both lang.Errors; a bound of what an execution learns from its secrets
+// (engine/secrets). Other errors, nil included, are returned as they are.
+func codedError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if le := (*lang.Error)(nil); errors.As(err, &le) {
+		return &NodeError{Code: le.Code, Message: le.Message, Err: le.Err}
+	}
+	if se := (*secrets.Error)(nil); errors.As(err, &se) {
+		return &NodeError{Code: se.Code, Message: se.Message}
+	}
+	return err
 }
 
 // errDeadline is the cause attached to the execution context when its

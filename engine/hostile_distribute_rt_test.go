@@ -62,7 +62,7 @@ func storeServer(t *testing.T) *httptest.Server {
 // other: what the bound host returned of it later passed unredacted into the
 // stream, where the in-process map redacts it. Now the parent sends what it
 // learned to its children and the children report what they learn (see
-// scrub_share.go): distributed or not, the result is redacted alike.
+// engine/secrets/share.go): distributed or not, the result is redacted alike.
 func TestRTDistributeLearnedRedaction(t *testing.T) {
 	const secret = "rt-s3cret-value-77"
 	basic := base64.StdEncoding.EncodeToString([]byte("user:" + secret))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 )
@@ -87,12 +88,12 @@ func TestHostileLearnedValues(t *testing.T) {
 			if got := fmt.Sprint(out); got != "map[codes:"+tt.code+"]" {
 				t.Errorf("output %s, want codes %s", got, tt.code)
 			}
-			x.redact.mu.Lock()
-			defer x.redact.mu.Unlock()
-			if n := len(x.redact.derived); n > tt.maxLearned {
+			learned := x.redact.Known()
+			if n := len(learned.Values); n > tt.maxLearned {
 				t.Errorf("%d values learned, want at most %d", n, tt.maxLearned)
 			}
-			for v := range x.redact.derived {
+			for _, b := range learned.Values {
+				v := string(b)
 				if len(v) > tt.maxLen {
 					t.Errorf("learned %d bytes (%.20q…), want at most %d", len(v), v, tt.maxLen)
 				}
@@ -115,9 +116,9 @@ func TestHostileSecretLength(t *testing.T) {
 	// About 1 MiB, less 512 bytes per item.
 	pad := `repeat(repeat('x', 64), 8192 - item*8)`
 	items := `[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]`
-	lengths := []int{1, 17, 300, 2000, maxSecretBytes}
+	lengths := []int{1, 17, 300, 2000, secrets.MaxSecretBytes}
 	if raceDetector {
-		lengths = []int{1, 300, maxSecretBytes}
+		lengths = []int{1, 300, secrets.MaxSecretBytes}
 	}
 	for _, tt := range []struct{ name, headers string }{
 		{"padded", `{"X-A":"${{ ` + pad + ` + secrets.k }}"}`},
@@ -165,9 +166,8 @@ func TestHostileSecretLength(t *testing.T) {
 		var first string
 		for _, n := range []int{1, 2, 3, 4, 5, 6, 100, 1000} {
 			_, out, x := redactRun(t, DefaultLimits(), redactReq(items, headers, "http://127.0.0.1:9/", strings.Repeat("~", n)))
-			x.redact.mu.Lock()
-			got := fmt.Sprintf("%v, %d counted", out, len(x.redact.keys))
-			x.redact.mu.Unlock()
+			used, _ := x.redact.Usage()
+			got := fmt.Sprintf("%v, %d counted", out, used.Keys)
 			if first == "" {
 				first = got
 				continue
@@ -191,7 +191,7 @@ func TestHostileSecretLength(t *testing.T) {
 	})
 	t.Run("a secret longer than the bound is refused", func(t *testing.T) {
 		e, _ := svcEngine(t, nil)
-		inv := prepareInvalid(t, e, redactReq(`["x"]`, `{"X-A":"${{ secrets.k }}"}`, "http://127.0.0.1:9/", strings.Repeat("s", maxSecretBytes+1)))
+		inv := prepareInvalid(t, e, redactReq(`["x"]`, `{"X-A":"${{ secrets.k }}"}`, "http://127.0.0.1:9/", strings.Repeat("s", secrets.MaxSecretBytes+1)))
 		wantProblems(t, inv.Details, []problem{{"runtime.http.secrets.k", []string{"at most 4096 bytes"}}}, []string{"sssss"})
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnerd/lambda-runner/engine/authorjson"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -18,8 +19,8 @@ import (
 func TestSentSizes(t *testing.T) {
 	for _, s := range []string{"", "plain", "<>&", strings.Repeat("<", 1000), "a\u2028b\x01\"\\\n", "\xff<"} {
 		b, _ := json.Marshal(s) // HTML escaping on, as the SDKs encode
-		if got := sentStringSize(s); got != int64(len(b)) {
-			t.Errorf("sentStringSize(%q) = %d, encoding/json writes %d", s, got, len(b))
+		if got := authorjson.SentStringSize(s); got != int64(len(b)) {
+			t.Errorf("SentStringSize(%q) = %d, encoding/json writes %d", s, got, len(b))
 		}
 	}
 	for _, v := range []any{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -164,9 +165,7 @@ func (c *Compiler) SecretTemplate(field string) lang.Template {
 		return lang.Template{}
 	}
 	c.p.impure = true // the request's secret names
-	sc := *c.sc
-	sc.Secrets = c.p.secretNames
-	sc.Node = c.NodeID()
+	sc := secrets.Scope(*c.sc, c.p.secretNames, c.NodeID())
 	return lang.CompileTemplate(c.Path(field), v, &sc, c.p.d)
 }
 

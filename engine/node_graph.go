@@ -92,50 +92,89 @@ func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 // once, and returns their outputs in order. A child of a distributed map
 // runs its batch with it as the parent's map would in process.
 func (s *mapStep) iterations(ctx context.Context, call *Call, start int, items []any, conc int) ([]any, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	d := newDispatch(ctx)
+	defer d.cancel()
 	out := make([]any, len(items))
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
 	slots := make(chan struct{}, conc)
 loop:
 	for i, item := range items {
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
+		case <-d.ctx.Done():
 			break loop
 		}
 		if call.suspending() {
 			<-slots
 			break
 		}
-		wg.Add(1)
+		d.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer d.wg.Done()
 			defer func() { <-slots }()
-			v, err := s.iteration(ctx, call, start+i, item)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-				cancel()
-			}
-			out[i] = v
+			v, err := s.iteration(d.ctx, call, start+i, item)
+			out[i] = v // each goroutine its own index, read after wait
+			d.fail(err)
 		}()
 	}
-	wg.Wait()
-	switch {
-	case first != nil:
-		return nil, first
-	case call.suspending():
-		return nil, errSuspended
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
+	if err := d.wait(call); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// dispatch is what a map's bounded-dispatch loop shares, in process
+// (mapStep.iterations) and distributed (mapStep.distribute): the caller
+// starts its items in goroutines of its own, at most N at a time, each
+// counted in wg; the first failure is kept and cancels the others; wait
+// collects. The caller's goroutines are the only allocation per item, as
+// the loop's own would be.
+type dispatch struct {
+	ctx    context.Context // the items', cancelled on the first failure
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	first  error // under mu
+}
+
+func newDispatch(ctx context.Context) *dispatch {
+	d := &dispatch{}
+	d.ctx, d.cancel = context.WithCancel(ctx)
+	return d
+}
+
+// fail records err, unless it is nil, as the map's failure if it is the
+// first, and cancels the items still running.
+func (d *dispatch) fail(err error) {
+	if err == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failLocked(err)
+}
+
+// failLocked is fail for a caller that holds d.mu.
+func (d *dispatch) failLocked(err error) {
+	if d.first == nil {
+		d.first = err
+	}
+	d.cancel()
+}
+
+// wait waits for every item started and returns the map's failure: the
+// first item's, the execution's suspension, or the end of the items'
+// context; nil when all completed.
+func (d *dispatch) wait(call *Call) error {
+	d.wg.Wait()
+	switch {
+	case d.first != nil:
+		return d.first
+	case call.suspending():
+		return errSuspended
+	case d.ctx.Err() != nil:
+		return d.ctx.Err()
+	}
+	return nil
 }
 
 // asArray accepts what an items expression may yield: a JSON array, or a

@@ -1,10 +1,11 @@
 package engine
 
 import (
-	"github.com/runnerd/lambda-runner/engine/plancache"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/runnerd/lambda-runner/engine/plancache"
 )
 
 // keep prepares body twice on e (a plan is kept on the second sighting)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/runnerd/lambda-runner/engine/plancache"
 	"reflect"
 	"regexp"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 

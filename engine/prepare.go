@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/runnerd/lambda-runner/engine/plancache"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
+	"github.com/runnerd/lambda-runner/engine/plancache"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -160,11 +161,11 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 	for name, s := range req.Runtime.HTTP.Secrets {
 		x.secretValues[name] = s.Value
 	}
-	x.shadows = [2]map[string]any{shadowSecrets(x.secretValues, 0), shadowSecrets(x.secretValues, 1)}
-	x.windows = [2]map[string]any{windowSecrets(x.secretValues, 0), windowSecrets(x.secretValues, 1)}
+	x.shadows = [2]map[string]any{secrets.Shadows(x.secretValues, 0), secrets.Shadows(x.secretValues, 1)}
+	x.windows = [2]map[string]any{secrets.Windows(x.secretValues, 0), secrets.Windows(x.secretValues, 1)}
 	// The deployment's model keys too: a provider may echo them, and the
 	// table serves every execution that brings no runtime.models.
-	x.redact = newScrubber(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
+	x.redact = secrets.New(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
 	return x
 }
 

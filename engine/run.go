@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/authorjson"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/protocol/redact"
@@ -130,16 +131,11 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 		ctx, end = o.StartExecution(ctx, r.id)
 		defer func() { end(sum) }()
 	}
-	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
 	// Services live as long as the run: opened now, closed after the
 	// terminal event (defers run after the Summary below is built).
-	r.svc = x.openServices()
-	defer r.closeServices(ctx)
-	ctx, cancel := x.deadline(ctx)
-	defer cancel()
+	ctx, gr, stop := r.open(ctx)
+	defer stop()
 	r.deadline, _ = ctx.Deadline()
-
-	gr := r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0)
 	r.preflight(gr)
 	var err error
 	if !r.suspended.Load() {
@@ -148,6 +144,24 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 	status, code := r.finish(ctx, gr, err)
 	return protocol.Summary{ExecutionID: r.id, Status: status, Code: code, Nodes: r.nodes.Load(),
 		Duration: time.Since(r.start), Usage: r.usageSnapshot(), Failures: r.failed.list()}
+}
+
+// open readies r to run its execution's graph, for Execution.Run and a
+// distributed map's batch (Execution.runBatch) alike: its concurrency
+// slots, its services, the execution's deadline. It returns the deadline's
+// context, the run of the graph in the execution's scope, and stop, which
+// the caller defers: it ends the context and closes the services (by
+// ctx's deadline, not the one it just ended).
+func (r *run) open(ctx context.Context) (context.Context, *graphRun, func()) {
+	x := r.x
+	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
+	r.svc = x.openServices()
+	dctx, cancel := x.deadline(ctx)
+	stop := func() {
+		cancel()
+		r.closeServices(ctx)
+	}
+	return dctx, r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0), stop
 }
 
 // deadline derives the execution context: the caller's deadline (the
@@ -232,7 +246,7 @@ func (r *run) finish(ctx context.Context, gr *graphRun, err error) (status proto
 }
 
 // resultFits refuses a result whose encoding cannot fit in what the
-// sink's stream limit leaves, before anything encodes it (jsonSizeWithin).
+// sink's stream limit leaves, before anything encodes it (authorjson.SizeWithin).
 func (r *run) resultFits(out any) error {
 	rs, ok := r.sink.(interface{ Room() int64 })
 	if !ok {
@@ -244,9 +258,9 @@ func (r *run) resultFits(out any) error {
 	}
 	// The line around the output: the header, usage and duration.
 	const envelope = 512
-	if _, fits, deep := jsonSizeWithin(out, max(room-envelope, 0)); deep {
+	if _, fits, deep := authorjson.SizeWithin(out, max(room-envelope, 0)); deep {
 		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf(
-			"the result nests deeper than %d levels, which JSON decoders refuse", maxJSONDepth)}
+			"the result nests deeper than %d levels, which JSON decoders refuse", authorjson.MaxDepth)}
 	} else if !fits {
 		return &NodeError{Code: protocol.CodeLimitExceeded, Message: fmt.Sprintf(
 			"the result does not fit in the %d bytes the event stream's limit (maxStreamBytes) leaves", room)}
@@ -310,9 +324,9 @@ func (r *run) traced(v any) json.RawMessage {
 		// Past the limit, only the start of it is encoded for the
 		// preview, with room beyond the cut so that a secret across it
 		// is redacted whole before the preview is cut.
-		total, _, deep := jsonSizeWithin(v, 8*r.x.limits.MaxOutputBytes+int64(limit))
+		total, _, deep := authorjson.SizeWithin(v, 8*r.x.limits.MaxOutputBytes+int64(limit))
 		if total > int64(limit) || deep {
-			head, err := r.marshal(clipJSON(v, int64(limit)/2+tracedMargin))
+			head, err := r.marshal(authorjson.Clip(v, int64(limit)/2+tracedMargin))
 			if err != nil || deep {
 				head = nil
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -145,16 +146,16 @@ func (p *prep) prepareServices() {
 	for _, v := range secretsOf(p.req) {
 		total += len(v)
 	}
-	if total > maxSecretsBytes {
+	if total > secrets.MaxSecretsBytes {
 		// The redactor is built from every one of them, in some fifty
 		// forms each.
-		p.d.add("runtime", "the secret values of a request (runtime.http.secrets, model API keys and headers, toolset headers) may be at most %d bytes together", maxSecretsBytes)
+		p.d.add("runtime", "the secret values of a request (runtime.http.secrets, model API keys and headers, toolset headers) may be at most %d bytes together", secrets.MaxSecretsBytes)
 	}
 	for _, name := range names {
-		if n := len(rt.HTTP.Secrets[name].Value); n > maxSecretBytes {
+		if n := len(rt.HTTP.Secrets[name].Value); n > secrets.MaxSecretBytes {
 			// The bound every secret-bearing evaluation is checked at
-			// (see scrubber.shadows); the value is not quoted.
-			p.d.add(fmt.Sprintf("runtime.http.secrets.%s", name), "a secret may be at most %d bytes long", maxSecretBytes)
+			// (see secrets.Shadows); the value is not quoted.
+			p.d.add(fmt.Sprintf("runtime.http.secrets.%s", name), "a secret may be at most %d bytes long", secrets.MaxSecretBytes)
 		}
 		if err := glob.CheckList(len(rt.HTTP.Secrets[name].Hosts)); err != nil {
 			p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts", name), "%v", err)

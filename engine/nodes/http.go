@@ -16,6 +16,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 	"golang.org/x/net/http/httpguts"
@@ -48,19 +49,13 @@ type httpStep struct {
 	allSecrets bool
 }
 
-// readsSecrets reports whether t reads secrets.
-func readsSecrets(t lang.Template) bool {
-	names, all := t.Secrets()
-	return len(names) > 0 || all
-}
-
 // derivedValues lists the strings of the request's headers and query
 // that its secrets may have decided, each beside the fields' values with
 // the secrets' windows and shadows: the values to learn (LearnSecrets)
 // before the request is sent.
 func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []engine.SentString {
 	var out []engine.SentString
-	if readsSecrets(s.headers) {
+	if secrets.ReadsSecrets(s.headers) {
 		var alt [4]map[string]string
 		for i := range alt {
 			alt[i], _ = headerMap(headers[i])
@@ -69,7 +64,7 @@ func (s *httpStep) derivedValues(req *egress.Request, headers, query [4]any) []e
 			out = appendSent(out, v, [4]string{alt[0][k], alt[1][k], alt[2][k], alt[3][k]})
 		}
 	}
-	if readsSecrets(s.query) {
+	if secrets.ReadsSecrets(s.query) {
 		var alt [4]map[string]any
 		for i := range alt {
 			alt[i], _ = query[i].(map[string]any)
@@ -116,7 +111,7 @@ func (httpKind) Prepare(c *engine.Compiler) engine.Step {
 		headers: c.SecretTemplate("headers"),
 		body:    c.SecretTemplate("body"),
 	}
-	if names, all := s.url.Secrets(); len(names) > 0 || all {
+	if secrets.ReadsSecrets(s.url) {
 		// Not even the path: a URL decides where a request goes and is
 		// quoted in errors and logs, so the secret's characters could
 		// change which error comes back (issue 18, class 1).

@@ -9,7 +9,7 @@ import (
 )
 
 // learnedPart is what the engine learns of a value built from a secret
-// (engine/scrub.go): the part of build(secret) that differs from the
+// (engine/secrets/scrub.go): the part of build(secret) that differs from the
 // value built with the secret replaced by a string of its length of '*',
 // then of 'U'.
 func learnedPart(build func(string) string, secret string) string {

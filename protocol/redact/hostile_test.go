@@ -11,7 +11,7 @@ import (
 
 // Hostile redaction: the values a Redactor knows are partly chosen by a
 // workflow's author (the values an execution derives from its secrets and
-// learns, see engine/scrub.go), and the texts it scans are chosen by the
+// learns, see engine/secrets/scrub.go), and the texts it scans are chosen by the
 // author and by remote hosts. Every occurrence of every form must go,
 // however the forms overlap — a value overlapping a secret must not keep
 // part of the secret out of the marker — and the cost must stay linear in

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/nodes"
 	"github.com/runnerd/lambda-runner/functions/wiring"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -284,7 +284,7 @@ func (rc *recorder) translate(rt *protocol.Runtime) (Mocks, Calls, error) {
 				if status < 200 || status > 299 {
 					return Mocks{}, calls, fmt.Errorf("tool call %s/%s: the toolset answered HTTP %d", ts.Name, p.Name, status)
 				}
-				names[engine.AgentToolName(ts.Name, p.Name)] = ts.Name + "/" + p.Name
+				names[nodes.AgentToolName(ts.Name, p.Name)] = ts.Name + "/" + p.Name
 				tm := ToolMock{Toolset: ts.Name, Tool: p.Name}
 				if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && string(a) != "{}" {
 					tm.Arguments = red.Bytes(a)
@@ -312,7 +312,7 @@ func (rc *recorder) translate(rt *protocol.Runtime) (Mocks, Calls, error) {
 					}
 					_ = json.Unmarshal(msg.Result, &res)
 					for _, t := range res.Tools {
-						names[engine.AgentToolName(ts.Name, t.Name)] = ts.Name + "/" + t.Name
+						names[nodes.AgentToolName(ts.Name, t.Name)] = ts.Name + "/" + t.Name
 					}
 				}
 			}

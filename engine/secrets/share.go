@@ -1,7 +1,6 @@
-package engine
+package secrets
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -9,31 +8,28 @@ import (
 	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
-// What the redactor learns (values built from secrets, scrubber.learn) is
+// What the redactor learns (values built from secrets, Scrubber.Learn) is
 // the execution's, wherever its nodes run. A distributed map's batches run
 // in other invocations, each with a redactor of its own, so:
 //
-//   - the parent sends what it has learned in each batch's event
-//     (batchDoc.Learned), and the child knows it before anything runs
-//     (scrubber.adopt);
+//   - the parent sends what it has learned in each batch's event (the
+//     engine's batchDoc.Learned), and the child knows it before anything
+//     runs (Scrubber.Adopt);
 //   - the child reports what it learns to the parent as it learns it, on a
-//     private line of its stream (batchLearnedType) written before the
-//     request that carries the value is sent, and again in its end line;
-//     the parent learns it (scrubber.absorb) and passes the line to no one;
+//     private line of its stream (the engine's batchLearnedType) written
+//     before the request that carries the value is sent, and again in its
+//     end line; the parent learns it (Scrubber.Absorb) and passes the line
+//     to no one;
 //   - the parent scrubs the outputs it decodes from the children again
-//     (rescrub), with everything learned by then;
+//     (Scrubber.Rescrub), with everything learned by then;
 //   - the bounds are the execution's: when a batch is sent, the parent
-//     lends it a share of what is left of them (scrubber.lend), reserved
-//     until the batch ends (scrubber.release), so that the execution learns
+//     lends it a share of what is left of them (Scrubber.Lend), reserved
+//     until the batch ends (Scrubber.Release), so that the execution learns
 //     no more than in process, however many batches there are.
 
-// batchLearnedType is the private line of a child's stream that reports
-// values its redactor learned. It is never emitted to the parent's sink.
-const batchLearnedType = "batch.learned"
-
-// learnCaps are totals a redactor's learning may reach: distinct shadows
-// (keys) and their bytes (worst), values learned and their bytes.
-type learnCaps struct {
+// Caps are totals a redactor's learning may reach: distinct shadows
+// (Keys) and their bytes (Worst), values learned and their bytes.
+type Caps struct {
 	Keys   int `json:"keys"`
 	Worst  int `json:"worst"`
 	Values int `json:"values"`
@@ -41,53 +37,52 @@ type learnCaps struct {
 }
 
 // executionCaps are an execution's bounds (see maxDerivedSecrets).
-var executionCaps = learnCaps{Keys: maxDerivedSecrets, Worst: maxDerivedTotal, Values: maxLearned, Bytes: maxLearnedBytes}
+var executionCaps = Caps{Keys: maxDerivedSecrets, Worst: maxDerivedTotal, Values: maxLearned, Bytes: maxLearnedBytes}
 
-func (a learnCaps) plus(b learnCaps) learnCaps {
-	return learnCaps{a.Keys + b.Keys, a.Worst + b.Worst, a.Values + b.Values, a.Bytes + b.Bytes}
+// Bounds returns an execution's bounds on what its redactor learns,
+// however many batches it runs in.
+func Bounds() Caps { return executionCaps }
+
+func (a Caps) plus(b Caps) Caps {
+	return Caps{a.Keys + b.Keys, a.Worst + b.Worst, a.Values + b.Values, a.Bytes + b.Bytes}
 }
 
-func (a learnCaps) minus(b learnCaps) learnCaps {
-	return learnCaps{a.Keys - b.Keys, a.Worst - b.Worst, a.Values - b.Values, a.Bytes - b.Bytes}
+func (a Caps) minus(b Caps) Caps {
+	return Caps{a.Keys - b.Keys, a.Worst - b.Worst, a.Values - b.Values, a.Bytes - b.Bytes}
 }
 
-// learnedSet is what a redactor learned, as batches carry it: the values'
-// shadows (keys, which the bounds count) and the values. Bytes, so base64
+// Learned is what a redactor learned, as batches carry it: the values'
+// shadows (Keys, which the bounds count) and the values. Bytes, so base64
 // in JSON: a part cut from a value may not be valid UTF-8, which a JSON
 // string would not keep as it is.
-type learnedSet struct {
+type Learned struct {
 	Keys   [][]byte `json:"keys,omitempty"`
 	Values [][]byte `json:"values,omitempty"`
 }
 
-func (l learnedSet) empty() bool { return len(l.Keys) == 0 && len(l.Values) == 0 }
+// Empty reports whether l holds nothing.
+func (l Learned) Empty() bool { return len(l.Keys) == 0 && len(l.Values) == 0 }
 
-// batchLearned is the private line of a child's stream.
-type batchLearned struct {
-	Type string `json:"type"`
-	learnedSet
-}
-
-// learnedDocBytes bounds what a learnedSet and its learnCaps take in a
+// LearnedDocBytes bounds what a Learned and its Caps take in a
 // batch's event: every learned value and key at their bounds, base64, with
 // their quotes and commas.
-const learnedDocBytes = (maxLearnedBytes+2)/3*4 + (maxDerivedTotal+2)/3*4 + 3*(maxLearned+maxDerivedSecrets) + 256
+const LearnedDocBytes = (maxLearnedBytes+2)/3*4 + (maxDerivedTotal+2)/3*4 + 3*(maxLearned+maxDerivedSecrets) + 256
 
 // shareNote tells, in a refusal, that the bound was a batch's share.
-func (s *scrubber) shareNote() string {
+func (s *Scrubber) shareNote() string {
 	if !s.shared {
 		return ""
 	}
 	return " (a distributed map's batch may learn only its share of what the execution has left of these)"
 }
 
-// reported keeps what learn added for the batch's end and reports it to the
+// reported keeps what Learn added for the batch's end and reports it to the
 // parent, in a child; the caller holds s.mu.
-func (s *scrubber) reported(keys, values []string) error {
+func (s *Scrubber) reported(keys, values []string) error {
 	if s.report == nil {
 		return nil
 	}
-	var set learnedSet
+	var set Learned
 	for _, k := range keys {
 		set.Keys = append(set.Keys, []byte(k))
 	}
@@ -98,24 +93,24 @@ func (s *scrubber) reported(keys, values []string) error {
 	s.since.Values = append(s.since.Values, set.Values...)
 	if err := s.report(set); err != nil {
 		// The parent cannot learn it: the request is not sent.
-		return Errorf(protocol.CodeInvocationFailed, "a value built from secrets could not be reported to the distributed map's parent: its stream is closed")
+		return errorf(protocol.CodeInvocationFailed, "a value built from secrets could not be reported to the distributed map's parent: its stream is closed")
 	}
 	return nil
 }
 
-// used is what s has learned, counted as learnCaps; the caller holds s.mu.
-func (s *scrubber) used() learnCaps {
-	return learnCaps{Keys: len(s.keys), Worst: s.worst, Values: len(s.derived), Bytes: s.learnedBytes}
+// used is what s has learned, counted as Caps; the caller holds s.mu.
+func (s *Scrubber) used() Caps {
+	return Caps{Keys: len(s.keys), Worst: s.worst, Values: len(s.derived), Bytes: s.learnedBytes}
 }
 
-// learnShare is what a batch was lent of the execution's bounds and has
-// not used yet: held in the parent's reserved until the batch ends.
-type learnShare struct{ left learnCaps }
+// Share is what a batch was lent of the execution's bounds and has not
+// used yet: held in the parent's reserved until the batch ends.
+type Share struct{ left Caps }
 
-// lend returns what s has learned, for a batch's event, and the totals the
+// Lend returns what s has learned, for a batch's event, and the totals the
 // batch's redactor may reach: what s has learned plus a share of what is
 // left, 1/n of what no other batch holds, which s reserves until release.
-func (s *scrubber) lend(n int) (*learnedSet, *learnCaps, *learnShare) {
+func (s *Scrubber) Lend(n int) (*Learned, *Caps, *Share) {
 	if s == nil {
 		return nil, nil, nil
 	}
@@ -123,10 +118,17 @@ func (s *scrubber) lend(n int) (*learnedSet, *learnCaps, *learnShare) {
 	defer s.mu.Unlock()
 	u := s.used()
 	left := s.caps.minus(u).minus(s.reserved)
-	share := learnCaps{max(0, left.Keys) / n, max(0, left.Worst) / n, max(0, left.Values) / n, max(0, left.Bytes) / n}
+	share := Caps{max(0, left.Keys) / n, max(0, left.Worst) / n, max(0, left.Values) / n, max(0, left.Bytes) / n}
 	s.reserved = s.reserved.plus(share)
 	s.shared = true
-	set := &learnedSet{}
+	set := s.known()
+	caps := u.plus(share)
+	return set, &caps, &Share{left: share}
+}
+
+// known is what s has learned, sorted; the caller holds s.mu.
+func (s *Scrubber) known() *Learned {
+	set := &Learned{}
 	for k := range s.keys {
 		set.Keys = append(set.Keys, []byte(k))
 	}
@@ -135,33 +137,55 @@ func (s *scrubber) lend(n int) (*learnedSet, *learnCaps, *learnShare) {
 	}
 	slices.SortFunc(set.Keys, func(a, b []byte) int { return strings.Compare(string(a), string(b)) })
 	slices.SortFunc(set.Values, func(a, b []byte) int { return strings.Compare(string(a), string(b)) })
-	caps := u.plus(share)
-	return set, &caps, &learnShare{left: share}
+	return set
 }
 
-// release returns to the execution what a batch did not use of its share.
-func (s *scrubber) release(sh *learnShare) {
+// Known returns what s has learned, sorted: the shadows and the values.
+// The nil Scrubber has learned nothing.
+func (s *Scrubber) Known() Learned {
+	if s == nil {
+		return Learned{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.known()
+}
+
+// Usage returns what s has learned, counted as Caps, and what it holds
+// reserved for the batches it has lent a share to and that have not
+// ended.
+func (s *Scrubber) Usage() (used, reserved Caps) {
+	if s == nil {
+		return Caps{}, Caps{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used(), s.reserved
+}
+
+// Release returns to the execution what a batch did not use of its share.
+func (s *Scrubber) Release(sh *Share) {
 	if s == nil || sh == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reserved = s.reserved.minus(sh.left)
-	sh.left = learnCaps{}
+	sh.left = Caps{}
 }
 
-// absorb learns what a batch reports having learned, charging it to the
+// Absorb learns what a batch reports having learned, charging it to the
 // batch's share. What is past the share is learned all the same (it may
 // have been sent already) and then fails the map LIMIT_EXCEEDED: a child
 // keeps to its share, so this is a child that does not.
-func (s *scrubber) absorb(set learnedSet, sh *learnShare) error {
-	if s == nil || set.empty() {
+func (s *Scrubber) Absorb(set Learned, sh *Share) error {
+	if s == nil || set.Empty() {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sh == nil {
-		sh = &learnShare{}
+		sh = &Share{}
 	}
 	over := false
 	take := func(left, reserved *int, n int) {
@@ -197,15 +221,15 @@ func (s *scrubber) absorb(set learnedSet, sh *learnShare) error {
 		s.cur.Store(s.cur.Load().With(added...))
 	}
 	if over {
-		return Errorf(protocol.CodeLimitExceeded, "a batch of the distributed map learned more values built from secrets than its share of the execution's bounds (%d values, %d bytes together)", maxDerivedSecrets, maxDerivedTotal)
+		return errorf(protocol.CodeLimitExceeded, "a batch of the distributed map learned more values built from secrets than its share of the execution's bounds (%d values, %d bytes together)", maxDerivedSecrets, maxDerivedTotal)
 	}
 	return nil
 }
 
-// adopt makes s, a child's redactor, know what the parent had learned when
+// Adopt makes s, a child's redactor, know what the parent had learned when
 // it sent the batch, lets it learn up to caps (nothing more when caps is
 // nil), and has it report what it learns through report.
-func (s *scrubber) adopt(set *learnedSet, caps *learnCaps, report func(learnedSet) error) {
+func (s *Scrubber) Adopt(set *Learned, caps *Caps, report func(Learned) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var added []string
@@ -235,35 +259,18 @@ func (s *scrubber) adopt(set *learnedSet, caps *learnCaps, report func(learnedSe
 	s.report = report
 }
 
-// learnedSince returns what a child's redactor learned beyond what the
+// LearnedSince returns what a child's redactor learned beyond what the
 // parent sent it.
-func (s *scrubber) learnedSince() learnedSet {
+func (s *Scrubber) LearnedSince() Learned {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.since
 }
 
-// learnFromBatch learns what a child's private line reports. Its text is
-// never shown: an error names the line, not what it holds.
-func (r *run) learnFromBatch(line []byte, sh *learnShare) error {
-	var l batchLearned
-	if err := json.Unmarshal(line, &l); err != nil {
-		return Errorf(protocol.CodeInvocationFailed, "the child's stream has a %s line that cannot be read", batchLearnedType)
-	}
-	return r.x.redact.absorb(l.learnedSet, sh)
-}
-
-// learnSlots is how many batches may share what is left of the bounds when
-// one is sent: it and the free slots of its map and of the execution, and
-// no more than the map's batches not yet sent (left, this one included).
-func learnSlots(slots, all chan struct{}, left int) int {
-	return max(1, min(cap(slots)-len(slots), cap(all)-len(all), left-1)+1)
-}
-
-// rescrub scrubs, in place, the outputs a distributed map decoded from its
+// Rescrub scrubs, in place, the outputs a distributed map decoded from its
 // children, with what the parent's redactor knows once all have ended: a
 // value one batch learned may be in another batch's output.
-func (s *scrubber) rescrub(vals []any) {
+func (s *Scrubber) Rescrub(vals []any) {
 	r := s.redactor()
 	if r.Empty() {
 		return

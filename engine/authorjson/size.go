@@ -1,4 +1,13 @@
-package engine
+// Package authorjson sizes and writes author values as JSON: the values
+// an execution's expressions and nodes made, on their way out of the
+// engine (a code node's input, a distributed map's batch, a traced value,
+// what an SDK or net/http will write of a request). A value is sized as it
+// will be written, escapes counted, walking no further than its bound
+// (SizeWithin), before anything is allocated; then written once (Append),
+// into a buffer of that size. Charging those bytes to an execution's memory
+// budget between the two is the engine's (encodeAuthor): this package
+// holds no state and knows no execution.
+package authorjson
 
 import (
 	"encoding/json"
@@ -9,7 +18,7 @@ import (
 	"unicode/utf8"
 )
 
-// jsonSizeWithin reports how many bytes appendJSON writes of v (as
+// SizeWithin reports how many bytes Append writes of v (as
 // encoding/json with HTML escaping off: <, > and & are one byte), walking
 // no further than limit: it returns (n, true) when n <= limit, and
 // (m, false) for some m > limit as soon as the walk passes it.
@@ -22,17 +31,17 @@ import (
 // walk stops after limit of them at most, whatever the value's shape (a
 // value sharing its parts is a tree of far more elements than it holds).
 //
-// A value nested deeper than maxJSONDepth is reported as over the limit
+// A value nested deeper than MaxDepth is reported as over the limit
 // too: encoding/json refuses to write it (json.RawMessage is checked to
 // that depth), as every decoder built on it refuses to read it.
-func jsonSizeWithin(v any, limit int64) (n int64, fits, deep bool) {
+func SizeWithin(v any, limit int64) (n int64, fits, deep bool) {
 	s := sizeWalk{limit: limit}
 	s.value(reflect.ValueOf(v), v)
 	return s.n, s.n <= limit && !s.deep, s.deep
 }
 
-// maxJSONDepth is encoding/json's bound on nesting.
-const maxJSONDepth = 10_000
+// MaxDepth is encoding/json's bound on nesting.
+const MaxDepth = 10_000
 
 type sizeWalk struct {
 	n, limit int64
@@ -47,7 +56,7 @@ func (s *sizeWalk) over() bool { return s.n > s.limit || s.deep }
 func (s *sizeWalk) enter() bool {
 	s.depth++
 	// The event's own object is one level more.
-	if s.depth >= maxJSONDepth {
+	if s.depth >= MaxDepth {
 		s.deep = true
 	}
 	return !s.deep
@@ -64,7 +73,7 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 		s.n += 4
 		return
 	case string:
-		s.n += jsonStringSize(v)
+		s.n += stringSize(v)
 		return
 	case float64:
 		s.n += int64(s.floatSize(v))
@@ -101,7 +110,7 @@ func (s *sizeWalk) value(rv reflect.Value, v any) {
 			if s.over() {
 				return
 			}
-			s.n += jsonStringSize(k) + 1
+			s.n += stringSize(k) + 1
 			s.value(reflect.Value{}, e)
 		}
 		return
@@ -123,7 +132,7 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 		}
 		s.value(rv.Elem(), rv.Elem().Interface())
 	case reflect.String:
-		s.n += jsonStringSize(rv.String())
+		s.n += stringSize(rv.String())
 	case reflect.Bool:
 		s.n += 5
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -170,7 +179,7 @@ func (s *sizeWalk) reflected(rv reflect.Value) {
 			}
 			k := it.Key()
 			if k.Kind() == reflect.String {
-				s.n += jsonStringSize(k.String()) + 1
+				s.n += stringSize(k.String()) + 1
 			} else {
 				s.n += 2 + 24 + 1 // a number key, quoted
 			}
@@ -205,12 +214,12 @@ func (s *sizeWalk) floatSize(f float64) int {
 	return len(b)
 }
 
-// clipJSON returns a value whose JSON starts as v's does for at least
+// Clip returns a value whose JSON starts as v's does for at least
 // budget bytes (all of it when v's is shorter), without copying more of v
 // than that: the preview of a traced value too large to send, made
 // without encoding the value whole. Members are taken in the order
 // encoding/json writes them (sorted keys).
-func clipJSON(v any, budget int64) any {
+func Clip(v any, budget int64) any {
 	c, _ := clip(v, budget)
 	return c
 }
@@ -218,7 +227,7 @@ func clipJSON(v any, budget int64) any {
 // clip returns v clipped to about budget bytes of JSON and the bytes the
 // clipped value takes.
 func clip(v any, budget int64) (any, int64) {
-	if n, fits, _ := jsonSizeWithin(v, budget); fits {
+	if n, fits, _ := SizeWithin(v, budget); fits {
 		return v, n
 	}
 	switch v := v.(type) {
@@ -246,7 +255,7 @@ func clip(v any, budget int64) (any, int64) {
 		slices.Sort(keys)
 		out, used := make(map[string]any, 8), int64(2)
 		for _, k := range keys {
-			used += jsonStringSize(k) + 1
+			used += stringSize(k) + 1
 			c, n := clip(v[k], budget-used)
 			out[k] = c
 			if used += n + 1; used >= budget {
