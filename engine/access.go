@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -35,14 +36,14 @@ func (c *Compiler) hasRole(role string) bool {
 }
 
 // childDocs returns the request's child workflows by id.
-func (c *Compiler) childDocs() map[string]*document {
+func (c *Compiler) childDocs() map[string]*document.Document {
 	c.p.impure = true
 	return c.p.childDocs
 }
 
 // subgraph compiles the nodes of a with field as a graph nested in this
 // node (a map's iterations), nil when they are invalid (and reported).
-func (c *Compiler) subgraph(field string, docs []nodeDoc) *graph {
+func (c *Compiler) subgraph(field string, docs []document.Node) *graph {
 	return c.p.compileGraph(c.Path(field), docs, c.n.sight, true)
 }
 

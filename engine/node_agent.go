@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/models"
@@ -235,7 +236,7 @@ func (c *Call) agentCatalog(ctx context.Context, names, filters []string) (*tool
 		}
 	}
 	if len(filters) > 0 && len(cat.tools) == 0 {
-		return nil, Errorf(protocol.CodeToolError, "with.tools selects no tool of toolsets %s", joinQuoted(names))
+		return nil, Errorf(protocol.CodeToolError, "with.tools selects no tool of toolsets %s", document.JoinQuoted(names))
 	}
 	return cat, nil
 }

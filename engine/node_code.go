@@ -54,7 +54,7 @@ func (codeKind) Prepare(c *Compiler) Step {
 	case errors.Is(err, sandbox.ErrBusy):
 		// Not the author's fault: 503 and Retry-After (ErrBusy), unless
 		// the request has problems of its own to report.
-		c.p.d.setBusy(c.Path("code"), "node %q: the code could not be checked within %v: %v; try again", c.NodeID(), codeCheckBudget(c.p.limits), err)
+		c.p.d.SetBusy(c.Path("code"), "node %q: the code could not be checked within %v: %v; try again", c.NodeID(), codeCheckBudget(c.p.limits), err)
 		return nil
 	default:
 		c.Errorf("code", "node %q: the code could not be checked: %v", c.NodeID(), err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
@@ -96,7 +97,7 @@ func prepareJSONSchema(c *Compiler, raw any) (*schema.Schema, json.RawMessage) {
 		sch, err = compileSchemaText(b)
 	}
 	if err != nil {
-		schemaErrors(c.Path("json"), err, c.p.d)
+		document.SchemaErrors(c.Path("json"), err, c.p.d)
 		return nil, nil
 	}
 	return sch, b
@@ -146,8 +147,8 @@ func parseReply(sch *schema.Schema, text string, maxDecoded int64) (any, error) 
 	if err != nil {
 		return nil, Errorf(protocol.CodeModelError, "the model's reply is not valid JSON: %v", err)
 	}
-	if d := (&detailList{}); !schemaDetails("json", sch, v, d, &lang.Hints{}) {
-		return nil, Errorf(protocol.CodeModelError, "the model's reply does not match with.json: %s", d.inv.Error())
+	if d := (&document.Problems{}); !document.SchemaDetails("json", sch, v, d, &lang.Hints{}) {
+		return nil, Errorf(protocol.CodeModelError, "the model's reply does not match with.json: %s", d.Err().Error())
 	}
 	return v, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package document
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/lang"
 )
 
-// The primitives of the check (prepare_check.go): locations, failures
+// The primitives of the check (check.go): locations, failures
 // worded as the JSON Schema validator words them, and the rules on values.
 
 // Patterns of the schema, as the validator quotes them in messages.
@@ -58,7 +58,7 @@ type docChecker struct {
 
 // checkDocumentSchema checks a decoded document and returns what failed,
 // located under base ("workflow").
-func checkDocumentSchema(base string, doc *document) []schemaLeaf {
+func checkDocumentSchema(base string, doc *Document) []schemaLeaf {
 	c := &docChecker{base: base, stack: make([]docSeg, 0, 16)}
 	c.document(doc)
 	return c.leaves
