@@ -11,7 +11,9 @@ import (
 // to the rules of docs/workflow.schema.json without a generic JSON Schema
 // pass: the same decisions, at the same paths, with the validator's
 // messages, to which a misspelt member adds a "did you mean" (nearMisses)
-// that no validator says. The schema stays the published contract;
+// that no validator says. The schema stays the published contract; a
+// node type's with is checked by its With (with.go), from which the
+// schema's with definitions are generated too (internal/schemagen).
 // TestDocSchemaAgreesWithLibrary and FuzzDocSchema run both over a corpus
 // and fail on any difference, so a change to one without the other is
 // caught. The document and its nodes are read typed; a with, and the
@@ -22,8 +24,10 @@ import (
 // the workflow schema (stage 2). path is where the document sits in the request
 // ("workflow", "runtime.workflows[2]"). A document that breaks a rule is
 // still returned as far as it goes, so that the graph, expressions and
-// input can be checked too; nil means there is nothing to check.
-func Parse(path string, raw json.RawMessage, maxNodes int, d *Problems) *Document {
+// input can be checked too; nil means there is nothing to check. withs
+// are the node types' with, by type: a node of another type has its with
+// judged by no rule here (the engine refuses the type).
+func Parse(path string, raw json.RawMessage, maxNodes int, withs Withs, d *Problems) *Document {
 	doc, err := Decode(raw, maxNodes)
 	if errors.Is(err, ErrTooManyNodes) {
 		d.Addf(path+".nodes", "the workflow has more than maxNodes (%d) nodes", maxNodes)
@@ -33,14 +37,15 @@ func Parse(path string, raw json.RawMessage, maxNodes int, d *Problems) *Documen
 		d.Addf(path, "malformed JSON: %v", err)
 		return nil
 	}
-	return Check(path, doc, d)
+	return Check(path, doc, withs, d)
 }
 
-// Check checks a decoded document, recording what fails in d, and
+// Check checks a decoded document against the workflow schema's rules and
+// withs (see Parse), recording what fails in d, and
 // turns the numbers of its nodes' with into the float64s expressions and
 // templates work on.
-func Check(path string, doc *Document, d *Problems) *Document {
-	reportLeaves(checkDocumentSchema(path, doc), d)
+func Check(path string, doc *Document, withs Withs, d *Problems) *Document {
+	reportLeaves(checkDocumentSchema(path, doc, withs), d)
 	for i := range doc.Nodes {
 		if w := doc.Nodes[i].With; w != nil {
 			if bad := floatNumbers(w); bad != "" {
@@ -279,16 +284,13 @@ func (c *docChecker) node(n *Node) {
 	} else {
 		with, hasWith = n.rest["with"]
 	}
-	for _, r := range withRules {
-		if !typOK || typ != r.typ {
-			continue
-		}
-		if r.required && !hasWith {
+	if w := c.withs[typ]; w != nil && typOK {
+		if w.Required && !hasWith {
 			c.missing([]string{"with"})
 		}
 		if hasWith {
 			c.push("with")
-			c.with(r.typ, with)
+			c.with(w, with)
 			c.pop()
 		}
 	}

@@ -19,7 +19,7 @@ import (
 func parseInvalid(t *testing.T, wf string) *protocol.Invalid {
 	t.Helper()
 	d := &Problems{}
-	Parse("workflow", json.RawMessage(wf), 0, d)
+	Parse("workflow", json.RawMessage(wf), 0, nil, d)
 	var inv *protocol.Invalid
 	if !errors.As(d.Err(), &inv) || len(inv.Details) == 0 {
 		t.Fatalf("the document was not refused: %v", d.Err())

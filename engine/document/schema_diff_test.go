@@ -1,20 +1,21 @@
-package document
+package document_test
 
 import (
 	"bytes"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/runnerd/lambda-runner/docs"
+	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/internal/doccorpus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// The hand-written document checks (check.go, rules.go, with.go) and the published
+// The document checks (check.go, rules.go; each with from its spec, with.go) and the published
 // schema (docs/workflow.schema.json, run by the JSON Schema library) must
 // agree: same decision, same details (paths and messages, in order, the
 // checks' "did you mean" aside), same paths covered for the later checks.
@@ -47,39 +48,14 @@ func dsLibrarySchema(t testing.TB) *jsonschema.Schema {
 	return dsLibSchema
 }
 
-// dsOutcome is what a schema check reports: details and covered paths.
-type dsOutcome struct {
-	details []string
-	covered []string
-}
-
-func dsReport(leaves []schemaLeaf) dsOutcome {
-	// The library has no "did you mean": the checks' near misses are
-	// left out of the comparison (TestDocNearMisses holds them).
-	for i := range leaves {
-		leaves[i].near = nil
-	}
-	d := &Problems{}
-	reportLeaves(leaves, d)
-	var o dsOutcome
-	for _, det := range d.inv.Details {
-		o.details = append(o.details, det.Path+": "+det.Message)
-	}
-	for p := range d.covered {
-		o.covered = append(o.covered, p)
-	}
-	sort.Strings(o.covered)
-	return o
-}
-
 // dsCompare runs both checks over raw; ok is false when raw is not JSON.
-func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own dsOutcome, ok bool) {
+func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own document.Outcome, ok bool) {
 	t.Helper()
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return true, lib, own, false
 	}
-	doc, err := Decode(raw, 0)
+	doc, err := document.Decode(raw, 0)
 	if err != nil {
 		t.Fatalf("library decodes %s, decodeDocument does not: %v", raw, err)
 	}
@@ -90,14 +66,13 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own dsOutcome, ok boo
 		return true, lib, own, false
 	}
 	if verr != nil {
-		leaves, isVE := schemaLeaves("workflow", verr)
-		if !isVE {
+		var isVE bool
+		if lib, isVE = document.LibraryReport("workflow", verr); !isVE {
 			t.Fatalf("validation error %T: %v", verr, verr)
 		}
-		lib = dsReport(leaves)
 	}
-	own = dsReport(checkDocumentSchema("workflow", doc))
-	agree = slices.Equal(lib.details, own.details) && slices.Equal(lib.covered, own.covered)
+	own = document.OwnReport("workflow", doc, engine.WithSpecs())
+	agree = slices.Equal(lib.Details, own.Details) && slices.Equal(lib.Covered, own.Covered)
 	return agree, lib, own, true
 }
 
@@ -115,7 +90,7 @@ func dsCheck(t testing.TB, name string, raw []byte) bool {
 	t.Helper()
 	agree, lib, own, ok := dsCompare(t, raw)
 	if ok && !agree {
-		t.Errorf("%s: %s\nlibrary: %q\n         covers %q\nchecks:  %q\n         covers %q", name, raw, lib.details, lib.covered, own.details, own.covered)
+		t.Errorf("%s: %s\nlibrary: %q\n         covers %q\nchecks:  %q\n         covers %q", name, raw, lib.Details, lib.Covered, own.Details, own.Covered)
 		return false
 	}
 	return true
@@ -164,15 +139,15 @@ func TestDocSchemaAgreesWithLibrary(t *testing.T) {
 func TestDocSchemaCatchesDisagreement(t *testing.T) {
 	raw := []byte(`{"nodes":[{"id":"a","type":"set","timeoutMs":0}]}`)
 	agree, lib, own, ok := dsCompare(t, raw)
-	if !ok || !agree || len(lib.details) != 1 || !strings.Contains(own.details[0], "workflow.nodes[0].timeoutMs: minimum") {
-		t.Fatalf("agree=%v lib=%q own=%q", agree, lib.details, own.details)
+	if !ok || !agree || len(lib.Details) != 1 || !strings.Contains(own.Details[0], "workflow.nodes[0].timeoutMs: minimum") {
+		t.Fatalf("agree=%v lib=%q own=%q", agree, lib.Details, own.Details)
 	}
-	valid, err := Decode([]byte(`{"nodes":[]}`), 0)
+	valid, err := document.Decode([]byte(`{"nodes":[]}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := dsReport(checkDocumentSchema("workflow", valid))
-	if slices.Equal(other.details, lib.details) {
+	other := document.OwnReport("workflow", valid, engine.WithSpecs())
+	if slices.Equal(other.Details, lib.Details) {
 		t.Fatal("a valid document's report equals an invalid one's")
 	}
 }

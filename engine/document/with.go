@@ -1,73 +1,180 @@
 package document
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
-// The rules of each node type's with (docs/workflow.schema.json), on the
-// with as decoded.
+// A node type's with is described once, by a With: the check of a with
+// (here) and its definition in docs/workflow.schema.json (internal/schemagen)
+// both come from it. The document knows no node type: the engine hands
+// Parse and Check the With of each type it runs.
 
-// withRules are the node schema's allOf: each node type's with, and
-// whether it is required.
-var withRules = []struct {
-	typ      string
-	required bool
-}{
-	{"set", false}, {"fail", false}, {"map", true}, {"workflow", true},
-	{"model", true}, {"agent", true}, {"tool", true}, {"http", true},
-	{"code", true},
+// With describes a node type's with object.
+type With struct {
+	// Required is whether a node of the type must have a with.
+	Required bool
+	// Doc is a one-line description of the with.
+	Doc string
+	// Fields are its members; no other member is allowed.
+	Fields []Field
 }
 
-func (c *docChecker) with(typ string, v any) {
-	switch typ {
-	case "set":
-		c.withSet(v)
-	case "fail":
-		c.withFail(v)
-	case "map":
-		c.withMap(v)
-	case "workflow":
-		c.withWorkflow(v)
-	case "model":
-		c.withModel(v)
-	case "agent":
-		c.withAgent(v)
-	case "tool":
-		c.withTool(v)
-	case "http":
-		c.withHTTP(v)
-	case "code":
-		c.withCode(v)
+// Field is one member of a with, or of an object inside it.
+type Field struct {
+	Name string
+	Type Type
+	// Required is whether the member must be there.
+	Required bool
+	// Literal is set when the member is taken as written: no ${{ }} in it
+	// is evaluated.
+	Literal bool
+	// Secrets is set when a secret's value may flow into the member.
+	Secrets bool
+	// Default is the value an absent member stands for, as JSON text
+	// ("" when there is none).
+	Default string
+	// Doc is a one-line description of the member.
+	Doc string
+}
+
+// Kind is the JSON type a value must have.
+type Kind uint8
+
+// The kinds of a value.
+const (
+	Any          Kind = iota // any JSON value
+	String                   // a string, MinLength and Pattern apply
+	Integer                  // an integer of at least Minimum
+	Number                   // any number
+	Boolean                  // true or false
+	Object                   // an object: its Fields, or each value of type Values
+	ObjectOrBool             // an object or a boolean (a JSON Schema)
+	Array                    // an array of Items
+	Enum                     // one of the strings Enum
+	Nodes                    // an array of at least one node (a sub-graph)
+)
+
+// Type is what a value may be.
+type Type struct {
+	Kind      Kind
+	MinLength int                 // String: 0 or 1
+	Minimum   int                 // Integer: 0 or 1
+	Pattern   string              // String: the pattern it must match, as the schema writes it
+	Match     func(s string) bool // String: Pattern, in Go
+	Enum      []string            // Enum
+	Items     *Type               // Array: the type of every item (nil: any)
+	Fields    []Field             // Object: its members, when it declares them
+	Values    *Type               // Object: the type of every member's value (a map)
+	// Template allows a string holding a ${{ }} template instead;
+	// TemplateFirst tries the template first, whose failure is then the
+	// one reported when neither fits.
+	Template, TemplateFirst bool
+	// Def names the type in the schema's $defs, where it is written once
+	// and referred to ("intOrTemplate"); "" writes it in place.
+	Def string
+}
+
+// Withs are the With of each node type, by type.
+type Withs map[string]*With
+
+// with checks a node's with against w.
+func (c *docChecker) with(w *With, v any) {
+	c.fields(v, w.Fields)
+}
+
+// fields checks an object that declares its members.
+func (c *docChecker) fields(v any, fields []Field) {
+	var required []string
+	for i := range fields {
+		if fields[i].Required {
+			required = append(required, fields[i].Name)
+		}
+	}
+	c.members(v, required, func(c *docChecker, k string, val any) bool {
+		for i := range fields {
+			if fields[i].Name == k {
+				c.value(&fields[i].Type, val)
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// value checks v against t.
+func (c *docChecker) value(t *Type, v any) {
+	switch {
+	case !t.Template:
+		c.plain(t, v)
+	case t.TemplateFirst:
+		c.anyOf(v, (*docChecker).template, func(c *docChecker, v any) { c.plain(t, v) })
+	default:
+		c.anyOf(v, func(c *docChecker, v any) { c.plain(t, v) }, (*docChecker).template)
 	}
 }
 
-func (c *docChecker) withCode(v any) {
-	c.members(v, []string{"code"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "code":
-			c.str(val)
-		case "input":
-		default:
-			return false
+// plain checks v against t, its template alternative aside.
+func (c *docChecker) plain(t *Type, v any) {
+	switch t.Kind {
+	case Any:
+	case String:
+		s, ok := c.str(v)
+		if ok && t.MinLength > 0 {
+			c.min1(s)
 		}
-		return true
-	})
+		if ok && t.Pattern != "" {
+			c.pattern(s, t.Pattern, t.Match(s))
+		}
+	case Integer:
+		c.integer(v, minimum(t.Minimum), nil)
+	case Number:
+		c.number(v, nil)
+	case Boolean:
+		c.boolean(v)
+	case Object:
+		switch {
+		case t.Fields != nil:
+			c.fields(v, t.Fields)
+		case t.Values != nil:
+			if m, ok := c.object(v); ok {
+				for k, val := range m {
+					c.push(k)
+					c.value(t.Values, val)
+					c.pop()
+				}
+			}
+		default:
+			c.object(v)
+		}
+	case ObjectOrBool:
+		c.objectOrBool(v)
+	case Array:
+		if a, ok := c.array(v); ok && t.Items != nil {
+			c.items(a, func(c *docChecker, v any) { c.value(t.Items, v) })
+		}
+	case Enum:
+		c.enum(v, t.Enum...)
+	case Nodes:
+		c.nodes(v, true)
+	}
+}
+
+func minimum(n int) decimal {
+	switch n {
+	case 0:
+		return decZero
+	case 1:
+		return decOne
+	}
+	d, _ := parseDecimal(strconv.Itoa(n))
+	return d
 }
 
 func (c *docChecker) template(v any) {
 	if s, ok := c.str(v); ok {
 		c.pattern(s, templatePattern, strings.Contains(s, "${{"))
 	}
-}
-
-func (c *docChecker) intOrTemplate(v any) {
-	c.anyOf(v, func(c *docChecker, v any) { c.integer(v, decZero, nil) }, (*docChecker).template)
-}
-
-func (c *docChecker) numberOrTemplate(v any) {
-	c.anyOf(v, func(c *docChecker, v any) { c.number(v, nil) }, (*docChecker).template)
-}
-
-func (c *docChecker) objectOrTemplate(v any) {
-	c.anyOf(v, func(c *docChecker, v any) { c.object(v) }, (*docChecker).template)
 }
 
 // members checks an object: that it has the required members, check on
@@ -95,201 +202,4 @@ func (c *docChecker) known(m map[string]any, check func(c *docChecker, k string,
 		c.pop()
 	}
 	c.additional(extra, check)
-}
-
-func (c *docChecker) withSet(v any) {
-	c.members(v, nil, func(c *docChecker, k string, _ any) bool { return k == "value" })
-}
-
-func (c *docChecker) withFail(v any) {
-	c.members(v, nil, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "message":
-			c.str(val)
-		case "code":
-			if s, ok := c.str(val); ok {
-				c.pattern(s, failCodePattern, isErrorCode(s) || strings.Contains(s, "${{"))
-			}
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func isErrorCode(s string) bool {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if b := s[i]; !(b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-func (c *docChecker) withMap(v any) {
-	c.members(v, []string{"items", "nodes"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "items":
-			c.anyOf(val, func(c *docChecker, v any) { c.array(v) }, (*docChecker).template)
-		case "concurrency":
-			c.anyOf(val, func(c *docChecker, v any) { c.integer(v, decOne, nil) }, (*docChecker).template)
-		case "nodes":
-			c.nodes(val, true)
-		case "output":
-		case "distribute":
-			c.withDistribute(val)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-// withDistribute checks a map's distribute (engine/distribute.go).
-func (c *docChecker) withDistribute(v any) {
-	c.members(v, []string{"invocations"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "batchSize", "invocations":
-			c.integer(val, decOne, nil)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (c *docChecker) withWorkflow(v any) {
-	c.members(v, []string{"workflow"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "workflow":
-			c.strMin1(val)
-		case "input":
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-// modelMember checks the members model and agent nodes share.
-func (c *docChecker) modelMember(k string, val any) bool {
-	switch k {
-	case "role":
-		c.strMin1(val)
-	case "system", "prompt":
-		c.str(val)
-	case "messages":
-		c.anyOf(val, (*docChecker).template, (*docChecker).messageList)
-	case "temperature":
-		c.numberOrTemplate(val)
-	case "maxTokens":
-		c.intOrTemplate(val)
-	default:
-		return false
-	}
-	return true
-}
-
-func (c *docChecker) messageList(v any) {
-	if a, ok := c.array(v); ok {
-		c.items(a, (*docChecker).message)
-	}
-}
-
-func (c *docChecker) message(v any) {
-	c.members(v, []string{"role", "content"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "role":
-			c.enum(val, "user", "assistant")
-		case "content":
-			c.str(val)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (c *docChecker) withModel(v any) {
-	c.members(v, nil, func(c *docChecker, k string, val any) bool {
-		if k == "json" {
-			c.objectOrBool(val)
-			return true
-		}
-		return c.modelMember(k, val)
-	})
-}
-
-func (c *docChecker) withAgent(v any) {
-	c.members(v, nil, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "toolsets", "tools":
-			c.nameList(val)
-		case "maxSteps":
-			c.intOrTemplate(val)
-		default:
-			return c.modelMember(k, val)
-		}
-		return true
-	})
-}
-
-func (c *docChecker) nameList(v any) {
-	if a, ok := c.array(v); ok {
-		c.items(a, (*docChecker).strMin1)
-	}
-}
-
-func (c *docChecker) withTool(v any) {
-	c.members(v, []string{"toolset", "tool"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "toolset", "tool":
-			c.strMin1(val)
-		case "arguments":
-			c.objectOrTemplate(val)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (c *docChecker) withHTTP(v any) {
-	c.members(v, []string{"url"}, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "method":
-			c.str(val)
-		case "url":
-			c.strMin1(val)
-		case "query":
-			c.objectOrTemplate(val)
-		case "headers":
-			c.anyOf(val, (*docChecker).stringMap, (*docChecker).template)
-		case "body":
-		case "timeoutMs":
-			c.intOrTemplate(val)
-		case "responseType":
-			c.enum(val, "json", "text", "auto")
-		case "failOnStatus":
-			c.boolean(val)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (c *docChecker) stringMap(v any) {
-	m, ok := c.object(v)
-	if !ok {
-		return
-	}
-	for k, val := range m {
-		c.push(k)
-		c.str(val)
-		c.pop()
-	}
 }
