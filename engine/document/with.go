@@ -83,23 +83,46 @@ func (c *docChecker) with(w *With, v any) {
 	c.fields(v, w.Fields)
 }
 
-// fields checks an object that declares its members.
+// fields checks an object that declares its members: the required ones
+// are there, each member has its type, and no other member is. Nothing is
+// allocated unless something fails.
 func (c *docChecker) fields(v any, fields []Field) {
-	var required []string
+	m, ok := c.object(v)
+	if !ok {
+		return
+	}
+	var missing []string
 	for i := range fields {
 		if fields[i].Required {
-			required = append(required, fields[i].Name)
-		}
-	}
-	c.members(v, required, func(c *docChecker, k string, val any) bool {
-		for i := range fields {
-			if fields[i].Name == k {
-				c.value(&fields[i].Type, val)
-				return true
+			if _, ok := m[fields[i].Name]; !ok {
+				missing = append(missing, fields[i].Name)
 			}
 		}
-		return false
-	})
+	}
+	c.missing(missing)
+	var extra []string
+	for k, val := range m {
+		c.push(k)
+		if f := field(fields, k); f != nil {
+			c.value(&f.Type, val)
+		} else {
+			extra = append(extra, k)
+		}
+		c.pop()
+	}
+	if len(extra) > 0 {
+		c.additional(extra, func(_ *docChecker, k string, _ any) bool { return field(fields, k) != nil })
+	}
+}
+
+// field returns the field named k, or nil.
+func field(fields []Field, k string) *Field {
+	for i := range fields {
+		if fields[i].Name == k {
+			return &fields[i]
+		}
+	}
+	return nil
 }
 
 // value checks v against t.
