@@ -4,7 +4,7 @@ import "github.com/runnerd/lambda-runner/engine/document"
 
 // missingHint is a message's end for name, not found among what (the
 // request's toolsets, model roles or child workflows): a "did you mean"
-// and listHint of names. The list is sorted and rendered once a request,
+// and document.ListHint of names. The list is sorted and rendered once a request,
 // however many messages end with it.
 func (p *prep) missingHint(what, name string, names func() []string) string {
 	if p.listed == nil {

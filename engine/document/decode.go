@@ -25,7 +25,7 @@ import (
 // (with.nodes) is read from it into nodes by nodeFromValue, the typed
 // decode's rules applied to a decoded value.
 
-// Document is a workflow Document as decoded.
+// Document is a workflow document as decoded.
 type Document struct {
 	ID     string
 	Nodes  []Node
@@ -107,7 +107,7 @@ func (n *Node) setRest(k string, v any) {
 	keepRest(&n.rest, k, v)
 }
 
-// setRest is nodeDoc.setRest for the document's own members.
+// setRest is Node.setRest for the document's own members.
 func (doc *Document) setRest(k string, v any) {
 	switch k {
 	case "id":
@@ -262,7 +262,7 @@ func retryPolicy(m map[string]any) *Retry {
 // names the fault), and nesting deeper than maxDepth (the body's cap,
 // counted from the document) is left to the ordinary read too.
 // A document of more than maxNodes nodes, sub-graphs included, is an
-// errTooManyNodes, found once the limit is passed.
+// ErrTooManyNodes, found once the limit is passed.
 func Decoder(maxDepth, maxNodes int) func(raw []byte) (any, error) {
 	return func(raw []byte) (any, error) {
 		d := docDecoder{data: raw, maxDepth: maxDepth, maxNodes: maxNodes}
@@ -272,14 +272,14 @@ func Decoder(maxDepth, maxNodes int) func(raw []byte) (any, error) {
 
 // Decode decodes a workflow document's text (a child workflow, a
 // body the one pass did not take). An error says raw is not JSON, or
-// (errTooManyNodes) that it holds more than maxNodes nodes (0: no limit),
+// (ErrTooManyNodes) that it holds more than maxNodes nodes (0: no limit),
 // sub-graphs included: decoding stops there, so that a 6 MB body of empty
 // nodes costs what maxNodes of them do.
 //
 // The decoder checks the text is JSON as it reads it, so the text is
 // scanned once; encoding/json reads it again only when the decoder stops,
 // to say why in its words (the error a document that is not JSON gets is
-// encoding/json's, and one that is JSON and too big is errTooManyNodes).
+// encoding/json's, and one that is JSON and too big is ErrTooManyNodes).
 func Decode(raw []byte, maxNodes int) (*Document, error) {
 	d := docDecoder{data: raw, maxDepth: maxDecodeDepth, maxNodes: maxNodes}
 	doc, err := d.document()
@@ -297,10 +297,11 @@ func Decode(raw []byte, maxNodes int) (*Document, error) {
 // scanner bounds its nesting.
 const maxDecodeDepth = 10_000
 
-var (
-	errDecode       = errors.New("malformed JSON")
-	ErrTooManyNodes = errors.New("too many nodes")
-)
+var errDecode = errors.New("malformed JSON")
+
+// ErrTooManyNodes is what Decode and Decoder fail with when a document
+// holds more than maxNodes nodes, sub-graphs included.
+var ErrTooManyNodes = errors.New("too many nodes")
 
 // docDecoder reads a document from JSON text, refusing (with an error,
 // never a panic) all the text encoding/json's scanner refuses, and only

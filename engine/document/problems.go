@@ -26,6 +26,8 @@ type Problems struct {
 	busy *protocol.Detail
 }
 
+// Addf records a problem at path, unless a problem at or above path was
+// already reported (cover).
 func (d *Problems) Addf(path, format string, args ...any) {
 	if d.isCovered(path) {
 		return
@@ -53,7 +55,7 @@ var _ lang.Problems = (*Problems)(nil)
 func (d *Problems) Invalid(path, msg string) { d.Addf(path, "%s", msg) }
 
 // NeedsRuntime records a problem of an expression that only the runtime
-// payload settles (see needsRuntime).
+// payload settles (see NeedsRuntimef).
 func (d *Problems) NeedsRuntime(path, msg string) { d.NeedsRuntimef(path, "%s", msg) }
 
 // Warn records a warning of the expression language.
@@ -96,6 +98,8 @@ func (d *Problems) isCovered(path string) bool {
 	return false
 }
 
+// Len is how many problems refuse the request, a check that could not be
+// made counted as one.
 func (d *Problems) Len() int {
 	if d.busy != nil {
 		return len(d.inv.Details) + 1
@@ -123,11 +127,12 @@ func (d *Problems) SetBusy(path, format string, args ...any) {
 	}
 }
 
-// ErrBusy is what Prepare and PrepareBody fail with when the request has
-// no problem found but a check of it could not be made in time for want
-// of resources (a code node's syntax check while the sandbox's workers
-// are busy checking others): the request is not at fault, and may be
-// sent again later (the handler answers 503 with Retry-After).
+// ErrBusy is what Err wraps (and the engine's Prepare and PrepareBody
+// fail with) when the request has no problem found but a check of it
+// could not be made in time for want of resources (a code node's syntax
+// check while the sandbox's workers are busy checking others): the
+// request is not at fault, and may be sent again later (the handler
+// answers 503 with Retry-After).
 var ErrBusy = errors.New("the runner is busy")
 
 // AddErr records err under path, spreading joined errors and field errors

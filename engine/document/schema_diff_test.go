@@ -57,7 +57,7 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own document.Outcome,
 	}
 	doc, err := document.Decode(raw, 0)
 	if err != nil {
-		t.Fatalf("library decodes %s, decodeDocument does not: %v", raw, err)
+		t.Fatalf("library decodes %s, Decode does not: %v", raw, err)
 	}
 	verr, panicked := dsLibraryValidate(t, inst)
 	if panicked {
