@@ -2,6 +2,10 @@
 // published copy and the one in force are the same bytes.
 package docs
 
+// The with of each node type in workflow.schema.json is written from the
+// node types' specs (engine/with_specs.go).
+//go:generate go run ../internal/schemagen
+
 import _ "embed"
 
 // WorkflowSchema is the JSON Schema of the workflow document, the single

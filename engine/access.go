@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/engine/schema"
@@ -64,7 +65,7 @@ func (c *Compiler) JSONSchema(field string, raw any) (*schema.Schema, json.RawMe
 		sch, err = compileSchemaText(b)
 	}
 	if err != nil {
-		schemaErrors(c.Path(field), err, c.p.d)
+		document.SchemaErrors(c.Path(field), err, c.p.d)
 		return nil, nil
 	}
 	return sch, b
@@ -74,8 +75,8 @@ func (c *Compiler) JSONSchema(field string, raw any) (*schema.Schema, json.RawMe
 // returns an error whose message lists what does not match, each at its
 // path below path; nil when v matches.
 func MatchSchema(path string, sch *schema.Schema, v any) error {
-	if d := (&detailList{}); !schemaDetails(path, sch, v, d, &lang.Hints{}) {
-		return errors.New(d.inv.Error())
+	if d := (&document.Problems{}); !document.SchemaDetails(path, sch, v, d, &lang.Hints{}) {
+		return errors.New(d.Err().Error())
 	}
 	return nil
 }
@@ -90,7 +91,7 @@ func MatchSchema(path string, sch *schema.Schema, v any) error {
 func (c *Compiler) CheckCode(field, code string) error {
 	err := c.p.checkCode(code)
 	if errors.Is(err, sandbox.ErrBusy) {
-		c.p.d.setBusy(c.Path(field), "node %q: the code could not be checked within %v: %v; try again", c.NodeID(), codeCheckBudget(c.p.limits), err)
+		c.p.d.SetBusy(c.Path(field), "node %q: the code could not be checked within %v: %v; try again", c.NodeID(), codeCheckBudget(c.p.limits), err)
 	}
 	return err
 }
@@ -138,14 +139,14 @@ func (c *Compiler) hasRole(role string) bool {
 }
 
 // childDocs returns the request's child workflows by id.
-func (c *Compiler) childDocs() map[string]*document {
+func (c *Compiler) childDocs() map[string]*document.Document {
 	c.p.impure = true
 	return c.p.childDocs
 }
 
 // subgraph compiles the nodes of a with field as a graph nested in this
 // node (a map's iterations), nil when they are invalid (and reported).
-func (c *Compiler) subgraph(field string, docs []nodeDoc) *graph {
+func (c *Compiler) subgraph(field string, docs []document.Node) *graph {
 	return c.p.compileGraph(c.Path(field), docs, c.n.sight, true)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -132,3 +133,16 @@ func whenNotBoolean(src string, v any, why string) *NodeError {
 	}
 	return Errorf(protocol.CodeExpressionError, "when %q gave %s, not a boolean%s", src, JSONType(v), hint)
 }
+
+// ErrBusy is what Prepare and PrepareBody fail with when the request has
+// no problem found but a check of it could not be made in time for want
+// of resources (document.ErrBusy): the request is not at fault, and may
+// be sent again later (the handler answers 503 with Retry-After).
+var ErrBusy = document.ErrBusy
+
+// RetryPolicy says how a failing node is tried again (document.Retry).
+type RetryPolicy = document.Retry
+
+// DefaultRetry is the policy a node's retry object starts from
+// (document.DefaultRetry).
+var DefaultRetry = document.DefaultRetry

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/runnerd/lambda-runner/engine/document"
 )
 
 // A document of many mistakes, each a near miss of one of many names,
@@ -74,7 +76,7 @@ const maxHintsForTest = 16
 // does not hold had its message list every one the request does: 2,000
 // nodes naming a toolset missing from 2,000 made a 48 MB response (4 s, a
 // 290 MB heap) to a 253 KB request. Now a message lists at most
-// maxListed names and how many more, sorted once a request.
+// document.MaxListed names and how many more, sorted once a request.
 func TestHostileNameLists(t *testing.T) {
 	const n = 2000
 	many := func(item func(i int) string) string {
@@ -117,7 +119,7 @@ func TestHostileNameLists(t *testing.T) {
 			if len(inv.Details)+inv.More() < n {
 				t.Fatalf("%d details and %d more, want one a node: %+v", len(inv.Details), inv.More(), inv.Details[:min(3, len(inv.Details))])
 			}
-			if d := inv.Details[0]; !strings.Contains(d.Message, tt.first) || !strings.Contains(d.Message, fmt.Sprintf(", and %d more)", n-maxListed)) {
+			if d := inv.Details[0]; !strings.Contains(d.Message, tt.first) || !strings.Contains(d.Message, fmt.Sprintf(", and %d more)", n-document.MaxListed)) {
 				t.Errorf("first message %q\nwant it to hold %q and the count of the rest", d.Message, tt.first)
 			}
 			for _, d := range inv.Details {

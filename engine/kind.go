@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -75,7 +76,7 @@ type Compiler struct {
 	p   *prep
 	g   *graph
 	n   *node
-	doc *nodeDoc
+	doc *document.Node
 	sc  *lang.Scope
 }
 
@@ -108,14 +109,14 @@ func (c *Compiler) Literal(field string) (string, bool) {
 
 // Errorf records a problem with a with field.
 func (c *Compiler) Errorf(field, format string, args ...any) {
-	c.p.d.add(c.Path(field), format, args...)
+	c.p.d.Addf(c.Path(field), format, args...)
 }
 
 // RuntimeErrorf records a problem with a field that names something the
 // request's runtime payload must declare (a toolset, a model role, a child
 // workflow). Checked as a bare document, without a request, it is a warning.
 func (c *Compiler) RuntimeErrorf(field, format string, args ...any) {
-	c.p.d.needsRuntime(c.Path(field), format, args...)
+	c.p.d.NeedsRuntimef(c.Path(field), format, args...)
 }
 
 // With compiles the node's with, less the given fields, as the value the

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -33,7 +34,7 @@ func (mapKind) Prepare(c *Compiler) Step {
 	}
 	c.Fields().Int("concurrency", 1, math.MaxInt)
 	raw, _ := c.Raw("nodes")
-	docs, err := parseNodes(raw)
+	docs, err := document.ParseNodes(raw)
 	if err != nil {
 		c.Errorf("nodes", "%v", err)
 		return nil
@@ -253,9 +254,9 @@ func (childStep) Run(ctx context.Context, call *Call) (any, error) {
 		if err != nil {
 			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %v", id, err)
 		}
-		d := &detailList{}
-		if !schemaDetails("input", child.inputSchema, v, d, &lang.Hints{}) {
-			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %s", id, d.inv.Error())
+		d := &document.Problems{}
+		if !document.SchemaDetails("input", child.inputSchema, v, d, &lang.Hints{}) {
+			return nil, Errorf(protocol.CodeFailed, "input of child workflow %q: %s", id, d.Err().Error())
 		}
 	}
 	sc := &scope{input: input, exec: call.sc.exec}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/internal/doccorpus"
 	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -93,14 +94,14 @@ var callsOut = regexp.MustCompile(`"type":\s*"(model|agent|tool|http|workflow)"`
 // cache and twice on one with it, the second time from its plan when one
 // was kept: the same details, the same events.
 func TestPlanCacheAgrees(t *testing.T) {
-	corpus := dsHarvest(t)
-	for _, d := range dsFullNodes() {
+	corpus := doccorpus.Harvest(t, ".")
+	for _, d := range doccorpus.FullNodes() {
 		corpus[d] = []byte(d)
 	}
 	docs := sortedKeys(corpus)
 	for i, k := range docs {
 		if i%5 == 0 && len(k) < 2000 {
-			for j, m := range dsMutations([]byte(k)) {
+			for j, m := range doccorpus.Mutations([]byte(k)) {
 				if j%9 == 0 {
 					docs = append(docs, string(m))
 				}

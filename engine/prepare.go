@@ -1,13 +1,12 @@
 package engine
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/engine/plancache"
@@ -17,9 +16,9 @@ import (
 
 // Prepare runs its stages in order, each owned by one file:
 //
-//  1. decode (prepare_decode.go): the document's text into a document and
+//  1. decode (engine/document, decode.go): the document's text into a document and
 //     its nodes, in the pass that reads the request body;
-//  2. check (prepare_check.go): the rules of docs/workflow.schema.json;
+//  2. check (engine/document, check.go): the rules of docs/workflow.schema.json;
 //  3. graph (prepare_graph.go): ids, needs, cycles, dependents;
 //  4. compile (prepare_compile.go): each node's when and with, through
 //     engine/lang and the node's Kind; the input schema and the output;
@@ -31,9 +30,9 @@ import (
 type prep struct {
 	e           *Engine
 	req         *protocol.ExecutionRequest
-	d           *detailList
+	d           *document.Problems
 	secretNames map[string]bool
-	childDocs   map[string]*document
+	childDocs   map[string]*document.Document
 	childPaths  map[string]string // where each child workflow sits in the request
 	children    map[string]*graph
 	nodes       int
@@ -62,9 +61,9 @@ type prep struct {
 // *protocol.Invalid listing every problem with its path. PrepareBody also
 // checks the body's structure (duplicate keys, nesting).
 func (e *Engine) Prepare(req *protocol.ExecutionRequest) (*Execution, error) {
-	d := &detailList{}
+	d := &document.Problems{}
 	x := e.prepare(req, d, prepareRun)
-	if err := d.err(); err != nil {
+	if err := d.Err(); err != nil {
 		x.discard()
 		return nil, err
 	}
@@ -82,8 +81,8 @@ const (
 
 // prepare runs every check of req, recording problems in d, and returns the
 // execution as far as it could be built (nil when no workflow was found).
-func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode prepareMode) *Execution {
-	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document{}, childPaths: map[string]string{}, children: map[string]*graph{}}
+func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, mode prepareMode) *Execution {
+	p := &prep{e: e, req: req, d: d, limits: e.Limits.WithDefaults(), secretNames: map[string]bool{}, childDocs: map[string]*document.Document{}, childPaths: map[string]string{}, children: map[string]*graph{}}
 	p.tally.Max = p.limits.MaxExpressions
 	for name := range req.Runtime.HTTP.Secrets {
 		p.secretNames[name] = true
@@ -104,21 +103,21 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 			pl = plans.Get(req.Workflow, planEnv{p.limits, e.Services.Code != nil})
 		}
 	}
-	var doc *document
-	if dd, ok := req.WorkflowValue.(*document); ok {
-		doc = checkDocument("workflow", dd, d)
+	var doc *document.Document
+	if dd, ok := req.WorkflowValue.(*document.Document); ok {
+		doc = document.Check("workflow", dd, withSpecs, d)
 	} else if req.Workflow != nil && pl == nil {
-		doc = parseDocument("workflow", req.Workflow, p.limits.MaxNodes, d)
+		doc = document.Parse("workflow", req.Workflow, p.limits.MaxNodes, withSpecs, d)
 	}
 	for i, raw := range req.Runtime.Workflows {
 		path := fmt.Sprintf("runtime.workflows[%d]", i)
-		cd := parseDocument(path, raw, p.limits.MaxNodes, d)
+		cd := document.Parse(path, raw, p.limits.MaxNodes, withSpecs, d)
 		switch {
 		case cd == nil:
 		case cd.ID == "":
-			d.add(path+".id", "required: child workflows are called by id")
+			d.Addf(path+".id", "required: child workflows are called by id")
 		case p.childDocs[cd.ID] != nil:
-			d.add(path+".id", "duplicate child workflow id %q", cd.ID)
+			d.Addf(path+".id", "duplicate child workflow id %q", cd.ID)
 		default:
 			p.childDocs[cd.ID] = cd
 			p.childPaths[cd.ID] = path
@@ -130,7 +129,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 		Grants:           req.Authorization.Grants,
 		ConsentAvailable: req.ConsentAvailable,
 	})
-	d.addErr("", err)
+	d.AddErr("", err)
 	p.prepareServices()
 	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http, limits: p.limits}
 	defer func() { x.fanout = p.fanout }()
@@ -150,7 +149,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *detailList, mode pre
 	if x.g != nil && mode != prepareBare {
 		x.input = p.checkInput(x.g, req.Input)
 	}
-	if d.len() > 0 {
+	if d.Len() > 0 {
 		return x
 	}
 	if plans != nil && pl == nil && !p.impure {
@@ -206,22 +205,4 @@ func secretsOf(req *protocol.ExecutionRequest) []string {
 		}
 	}
 	return out
-}
-
-// parseDocument decodes raw (stage 1) and checks it against the rules of
-// the workflow schema (stage 2). path is where the document sits in the request
-// ("workflow", "runtime.workflows[2]"). A document that breaks a rule is
-// still returned as far as it goes, so that the graph, expressions and
-// input can be checked too; nil means there is nothing to check.
-func parseDocument(path string, raw json.RawMessage, maxNodes int, d *detailList) *document {
-	doc, err := decodeDocument(raw, maxNodes)
-	if errors.Is(err, errTooManyNodes) {
-		d.add(path+".nodes", "the workflow has more than maxNodes (%d) nodes", maxNodes)
-		return nil
-	}
-	if err != nil {
-		d.add(path, "malformed JSON: %v", err)
-		return nil
-	}
-	return checkDocument(path, doc, d)
 }

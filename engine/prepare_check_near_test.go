@@ -1,14 +1,10 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 
-	"github.com/runnerd/lambda-runner/docs"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -107,70 +103,6 @@ func TestTypelessNodeWith(t *testing.T) {
 				t.Errorf("details %+v\nwant one, at %s: %q", inv.Details, tt.path, tt.msg)
 			}
 		})
-	}
-}
-
-// TestMemberNamesAreTheSchemas: the names nearMisses asks the checks about
-// are exactly the member names docs/workflow.schema.json defines.
-func TestMemberNamesAreTheSchemas(t *testing.T) {
-	var root any
-	if err := json.Unmarshal(docs.WorkflowSchema, &root); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	walkObjects(root, func(m map[string]any) {
-		if props, ok := m["properties"].(map[string]any); ok {
-			for k := range props {
-				seen[k] = true
-			}
-		}
-	})
-	var want []string
-	for k := range seen {
-		want = append(want, k)
-	}
-	sort.Strings(want)
-	got := slices.Clone(memberNames)
-	sort.Strings(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("memberNames %q\nschema's     %q", got, want)
-	}
-}
-
-// TestHostileNearMisses: the search for near misses, which a document
-// with many unknown members could make long, looks at a bounded number of
-// members an object and of objects a document, and the refusal is the
-// same otherwise.
-func TestHostileNearMisses(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"nodes":[{"id":"a","type":"set"`)
-	for c := 'a'; c <= 'v'; c++ {
-		fmt.Fprintf(&b, `,"%cith":1`, c) // each one letter from "with"
-	}
-	for i := range 20000 {
-		fmt.Fprintf(&b, `,"zz%d":1`, i)
-	}
-	b.WriteString(`}]}`)
-	inv := prepareInvalid(t, newTestEngine(nil), reqBody(b.String(), ""))
-	if len(inv.Details) != 1 || strings.Count(inv.Details[0].Message, " for ") != maxNearMissMembers {
-		t.Errorf("one object with 22 near misses of 20,022 members: %d details, %d suggested; want 1, %d",
-			len(inv.Details), strings.Count(inv.Details[0].Message, " for "), maxNearMissMembers)
-	}
-
-	b.Reset()
-	b.WriteString(`{"nodes":[`)
-	for i := range 2000 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"id":"n%d","type":"set","wiht":1}`, i)
-	}
-	b.WriteString(`]}`)
-	inv = prepareInvalid(t, newTestEngine(nil), reqBody(b.String(), ""))
-	hinted := suggested(inv)
-	// A 400 lists the first protocol.MaxDetails problems and counts the rest.
-	if len(inv.Details)+inv.More() != 2000 || hinted != maxNearMissPlaces {
-		t.Errorf("2,000 objects with a near miss: %d details and %d more, %d with a suggestion; want 2000, %d", len(inv.Details), inv.More(), hinted, maxNearMissPlaces)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -16,7 +17,7 @@ import (
 // which compiles its with; then the document's input schema and output.
 
 // compileDocument compiles a top-level or child workflow document.
-func (p *prep) compileDocument(path string, doc *document) *graph {
+func (p *prep) compileDocument(path string, doc *document.Document) *graph {
 	// Expressions are checked against this document's input schema; a
 	// child workflow compiled meanwhile has its own.
 	defer func(saved *lang.InputShape) { p.input = saved }(p.input)
@@ -32,10 +33,10 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 	if len(doc.Input) > 0 && string(doc.Input) != "null" && p.schemaWithinLimits(path+".input", doc.Input) {
 		var err error
 		if g.inputSchema, err = compileSchemaText(doc.Input); err != nil {
-			schemaErrors(path+".input", err, p.d)
+			document.SchemaErrors(path+".input", err, p.d)
 		}
 	}
-	if doc.has&hasOutput != 0 {
+	if doc.HasOutput() {
 		var v any
 		_ = json.Unmarshal(doc.Output, &v)
 		g.whole = sight{g: g, i: -1}
@@ -54,12 +55,12 @@ func (p *prep) compileDocument(path string, doc *document) *graph {
 func (p *prep) schemaWithinLimits(path string, raw []byte) bool {
 	l := p.limits
 	if l.MaxSchemaBytes > 0 && len(raw) > l.MaxSchemaBytes {
-		p.d.add(path, "the schema is %d bytes, over maxSchemaBytes (%d)", len(raw), l.MaxSchemaBytes)
+		p.d.Addf(path, "the schema is %d bytes, over maxSchemaBytes (%d)", len(raw), l.MaxSchemaBytes)
 		return false
 	}
 	if _, seen := p.schemaTexts[string(raw)]; !seen && l.MaxSchemaBytes > 0 {
 		if p.schemaBytes+len(raw) > l.MaxSchemaBytes {
-			p.d.add(path, "the request's schemas would be %d bytes together, over maxSchemaBytes (%d), which bounds them all as it does each", p.schemaBytes+len(raw), l.MaxSchemaBytes)
+			p.d.Addf(path, "the request's schemas would be %d bytes together, over maxSchemaBytes (%d), which bounds them all as it does each", p.schemaBytes+len(raw), l.MaxSchemaBytes)
 			return false
 		}
 		if p.schemaTexts == nil {
@@ -76,7 +77,7 @@ func (p *prep) schemaWithinLimits(path string, raw []byte) bool {
 			if det.Path != "" {
 				sub += "." + det.Path
 			}
-			p.d.add(sub, "%s", strings.Replace(det.Message, "maxDepth", "maxSchemaDepth", 1))
+			p.d.Addf(sub, "%s", strings.Replace(det.Message, "maxDepth", "maxSchemaDepth", 1))
 		}
 		return false
 	}
@@ -86,7 +87,7 @@ func (p *prep) schemaWithinLimits(path string, raw []byte) bool {
 // compileGraph makes the graph of nodes found at path and compiles them.
 // outer is the sight of the enclosing node for a map's sub-graph (nil at
 // top level); item says its expressions may read item.
-func (p *prep) compileGraph(path string, docs []nodeDoc, outer *sight, item bool) *graph {
+func (p *prep) compileGraph(path string, docs []document.Node, outer *sight, item bool) *graph {
 	g := p.buildGraph(path, docs)
 	if g == nil {
 		return nil
@@ -105,9 +106,9 @@ func (p *prep) compileGraph(path string, docs []nodeDoc, outer *sight, item bool
 		// each named a child of four nodes as the one too large.
 		p.overNodes = true
 		if len(g.nodes) > p.limits.MaxNodes {
-			p.d.add(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
+			p.d.Addf(path, "the workflow has more than maxNodes (%d) nodes", p.limits.MaxNodes)
 		} else {
-			p.d.add(path, "the request's workflows hold more than maxNodes (%d) nodes together; with this one's %d, %d so far", p.limits.MaxNodes, len(g.nodes), p.nodes)
+			p.d.Addf(path, "the request's workflows hold more than maxNodes (%d) nodes together; with this one's %d, %d so far", p.limits.MaxNodes, len(g.nodes), p.nodes)
 		}
 	}
 	return g
@@ -134,7 +135,7 @@ type nodePrep struct {
 	c  Compiler
 }
 
-func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, item bool) {
+func (p *prep) compileNode(g *graph, i int, nd *document.Node, np *nodePrep, item bool) {
 	n := g.nodes[i]
 	np.sc = lang.Scope{
 		Tally:    &p.tally,
@@ -148,7 +149,7 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, item bool
 		n.when = lang.CompileWhen(n.path+".when", nd.When, sc, p.d)
 	}
 	if reason, ok := statelessOnly[nd.Type]; ok {
-		p.d.add(n.path+".type", "node %q: type %q needs %s, which this stateless runner does not have", nd.ID, nd.Type, reason)
+		p.d.Addf(n.path+".type", "node %q: type %q needs %s, which this stateless runner does not have", nd.ID, nd.Type, reason)
 		return
 	}
 	kind, ok := p.e.kinds[nd.Type]
@@ -158,7 +159,7 @@ func (p *prep) compileNode(g *graph, i int, nd *nodeDoc, np *nodePrep, item bool
 		if near := p.hints.Closest(nd.Type, func() []string { return types }); near != "" {
 			hint = fmt.Sprintf("did you mean %q? ", near)
 		}
-		p.d.add(n.path+".type", "node %q: unknown node type %q (%sthis runner runs %s)", nd.ID, nd.Type, hint, strings.Join(types, ", "))
+		p.d.Addf(n.path+".type", "node %q: unknown node type %q (%sthis runner runs %s)", nd.ID, nd.Type, hint, strings.Join(types, ", "))
 		return
 	}
 	if !pureKind(kind) {

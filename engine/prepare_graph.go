@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/schema"
 )
@@ -43,7 +44,7 @@ type node struct {
 	with      lang.Template
 	step      Step
 	inner     composite // the step, when it runs nodes of its own
-	retry     RetryPolicy
+	retry     document.Retry
 	timeout   time.Duration
 	continue_ bool
 	static    []staticAction
@@ -66,13 +67,13 @@ type node struct {
 // resolved to indexes, cycles refused (nil), dependents and sinks listed.
 // Its nodes are compiled after (prepare_compile.go), in the scopes the
 // graph gives them.
-func (p *prep) buildGraph(path string, docs []nodeDoc) *graph {
+func (p *prep) buildGraph(path string, docs []document.Node) *graph {
 	g := &graph{index: make(map[string]int, len(docs)), serial: graphSerials.Add(1)}
 	for i, nd := range docs {
 		if j, dup := g.index[nd.ID]; dup {
 			// Reported, and the rest still checked: references to the id
 			// resolve to its first node.
-			p.d.add(fmt.Sprintf("%s[%d].id", path, i), "duplicate node id %q (also nodes[%d])", nd.ID, j)
+			p.d.Addf(fmt.Sprintf("%s[%d].id", path, i), "duplicate node id %q (also nodes[%d])", nd.ID, j)
 			continue
 		}
 		g.index[nd.ID] = i
@@ -95,9 +96,9 @@ func (p *prep) buildGraph(path string, docs []nodeDoc) *graph {
 			k, ok := g.index[need]
 			switch {
 			case !ok:
-				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "unknown node id %q%s", need, p.hints.DidYouMean(need, func() []string { return docIDs(docs) }))
+				p.d.Addf(fmt.Sprintf("%s.needs[%d]", n.path, j), "unknown node id %q%s", need, p.hints.DidYouMean(need, func() []string { return docIDs(docs) }))
 			case k == i:
-				p.d.add(fmt.Sprintf("%s.needs[%d]", n.path, j), "node %q needs itself", need)
+				p.d.Addf(fmt.Sprintf("%s.needs[%d]", n.path, j), "node %q needs itself", need)
 			default:
 				needs = append(needs, k)
 			}
@@ -112,7 +113,7 @@ func (p *prep) buildGraph(path string, docs []nodeDoc) *graph {
 	// A need that names no node is reported and left out: the rest of the
 	// graph is still checked.
 	if cycle := findCycle(g); cycle != nil {
-		p.d.add(g.nodes[cycle[0]].path+".needs", "cycle: %s", cyclePath(g, cycle))
+		p.d.Addf(g.nodes[cycle[0]].path+".needs", "cycle: %s", cyclePath(g, cycle))
 		return nil
 	}
 	// Each node's dependents are a segment of one array, in node order.
@@ -351,10 +352,10 @@ func cyclePath(g *graph, cycle []int) string {
 }
 
 // normalizeRetry returns the policy in force. Absent fields were already
-// filled from DefaultRetry when the document was decoded, so zero backoffs
+// filled from document.DefaultRetry when the document was decoded, so zero backoffs
 // here are explicit and kept.
-func normalizeRetry(r *RetryPolicy) RetryPolicy {
-	out := DefaultRetry
+func normalizeRetry(r *document.Retry) document.Retry {
+	out := document.DefaultRetry
 	if r == nil {
 		return out
 	}
@@ -374,7 +375,7 @@ func normalizeRetry(r *RetryPolicy) RetryPolicy {
 }
 
 // docIDs lists the ids of docs, for a suggestion.
-func docIDs(docs []nodeDoc) []string {
+func docIDs(docs []document.Node) []string {
 	ids := make([]string, len(docs))
 	for i := range docs {
 		ids[i] = docs[i].ID

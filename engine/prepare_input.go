@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/runnerd/lambda-runner/engine/document"
+)
 
 // Prepare, stage 5: input. The request's input is decoded and validated
 // against the workflow's input schema, compiled with the document.
@@ -12,13 +16,13 @@ func (p *prep) checkInput(g *graph, raw json.RawMessage) any {
 	if len(raw) > 0 {
 		v, err := decodeJSON(raw)
 		if err != nil {
-			p.d.add("input", "malformed JSON: %v", err)
+			p.d.Addf("input", "malformed JSON: %v", err)
 			return nil
 		}
 		input = v
 	}
 	if g.inputSchema != nil {
-		schemaDetails("input", g.inputSchema, input, p.d, &p.hints)
+		document.SchemaDetails("input", g.inputSchema, input, p.d, &p.hints)
 	}
 	return input
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/schema"
 )
 
@@ -34,11 +35,11 @@ func schemaValidate(t *testing.T, sch *schema.Schema, inst string) error {
 	if err != nil {
 		t.Fatalf("instance %.40s: %v", inst, err)
 	}
-	d := &detailList{}
-	if schemaDetails("input", sch, v, d, nil) {
+	d := &document.Problems{}
+	if document.SchemaDetails("input", sch, v, d, nil) {
 		return nil
 	}
-	return d.err()
+	return d.Err()
 }
 
 func TestSchemaDrafts(t *testing.T) {

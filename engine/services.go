@@ -116,23 +116,23 @@ func (p *prep) prepareServices() {
 	// table entirely: the server decided which models this execution uses.
 	if rt.Models != nil {
 		t, err := models.NewTable("runtime.models", rt.Models)
-		p.d.addErr("runtime.models", err)
+		p.d.AddErr("runtime.models", err)
 		// Credentials stay home: refused here, before acceptance, by the
 		// rule every model call is held to.
-		p.d.addErr("runtime.models", p.e.modelClients().CheckCredentials("runtime.models", rt.Models))
+		p.d.AddErr("runtime.models", p.e.modelClients().CheckCredentials("runtime.models", rt.Models))
 		s.models, s.modelsFrom, s.modelsOK = t, "runtime.models", err == nil
 	} else {
 		s.models, s.modelsFrom, s.modelsOK = p.e.Services.ModelTable, "the runner's model table", true
 	}
 
-	p.d.addErr("runtime.toolsets", toolsets.Validate("runtime.toolsets", rt.Toolsets))
+	p.d.AddErr("runtime.toolsets", toolsets.Validate("runtime.toolsets", rt.Toolsets))
 	s.toolsets = make(map[string]bool, len(rt.Toolsets))
 	for _, t := range rt.Toolsets {
 		s.toolsets[t.Name] = true
 	}
 
 	c, err := egress.New(rt.HTTP.Policy, p.e.Services.HTTP)
-	p.d.addErr("runtime.http.policy", err)
+	p.d.AddErr("runtime.http.policy", err)
 	s.http, s.policy = c, rt.HTTP.Policy
 
 	// A host pattern that never matches would make its secret unusable
@@ -149,16 +149,16 @@ func (p *prep) prepareServices() {
 	if total > secrets.MaxSecretsBytes {
 		// The redactor is built from every one of them, in some fifty
 		// forms each.
-		p.d.add("runtime", "the secret values of a request (runtime.http.secrets, model API keys and headers, toolset headers) may be at most %d bytes together", secrets.MaxSecretsBytes)
+		p.d.Addf("runtime", "the secret values of a request (runtime.http.secrets, model API keys and headers, toolset headers) may be at most %d bytes together", secrets.MaxSecretsBytes)
 	}
 	for _, name := range names {
 		if n := len(rt.HTTP.Secrets[name].Value); n > secrets.MaxSecretBytes {
 			// The bound every secret-bearing evaluation is checked at
 			// (see secrets.Shadows); the value is not quoted.
-			p.d.add(fmt.Sprintf("runtime.http.secrets.%s", name), "a secret may be at most %d bytes long", secrets.MaxSecretBytes)
+			p.d.Addf(fmt.Sprintf("runtime.http.secrets.%s", name), "a secret may be at most %d bytes long", secrets.MaxSecretBytes)
 		}
 		if err := glob.CheckList(len(rt.HTTP.Secrets[name].Hosts)); err != nil {
-			p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts", name), "%v", err)
+			p.d.Addf(fmt.Sprintf("runtime.http.secrets.%s.hosts", name), "%v", err)
 			continue
 		}
 		for i, h := range rt.HTTP.Secrets[name].Hosts {
@@ -167,7 +167,7 @@ func (p *prep) prepareServices() {
 				check = glob.Validate // an IPv6 literal has no labels
 			}
 			if err := check(h); err != nil {
-				p.d.add(fmt.Sprintf("runtime.http.secrets.%s.hosts[%d]", name, i), "%v", err)
+				p.d.Addf(fmt.Sprintf("runtime.http.secrets.%s.hosts[%d]", name, i), "%v", err)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -41,14 +42,14 @@ func (e *Engine) Validate(src []byte) []Problem {
 		line, col := protocol.LineColumn(src, off)
 		return []Problem{{Message: "malformed JSON: " + syn.Reason, Line: line, Column: col, Offset: off}}
 	}
-	problems := make([]Problem, 0, len(d.inv.Details)+len(d.warnings))
-	for _, det := range d.inv.Details {
+	problems := make([]Problem, 0, len(d.Errors())+len(d.Warnings()))
+	for _, det := range d.Errors() {
 		problems = append(problems, Problem{Path: det.Path, Message: det.Message, Offset: -1})
 	}
-	for _, det := range d.warnings {
+	for _, det := range d.Warnings() {
 		problems = append(problems, Problem{Path: det.Path, Message: det.Message, Offset: -1, Warning: true})
 	}
-	if b := d.busy; b != nil {
+	if b := d.Busy(); b != nil {
 		// Not a problem of the document: what could not be checked now.
 		problems = append(problems, Problem{Path: b.Path, Message: b.Message, Offset: -1, Warning: true})
 	}
@@ -79,7 +80,7 @@ const bareWrap = `{"version":1,"workflow":`
 // The error is a *protocol.Invalid listing every error with its path.
 func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
 	x, d, _ := e.check(body, false, true)
-	if err := d.err(); err != nil {
+	if err := d.Err(); err != nil {
 		x.discard()
 		return nil, err
 	}
@@ -92,8 +93,8 @@ func (e *Engine) PrepareBody(body []byte) (*Execution, error) {
 // check runs every check on a request body. bare says the body wraps a
 // workflow document given alone: there is no input to check then. syn is
 // set when the body is not JSON, and nothing else was checked.
-func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *detailList, syn *protocol.Syntax) {
-	d = &detailList{bare: bare}
+func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *document.Problems, syn *protocol.Syntax) {
+	d = &document.Problems{Bare: bare}
 	l := e.Limits.WithDefaults()
 	mode := prepareValidate
 	switch {
@@ -102,7 +103,7 @@ func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *detailList
 	case run:
 		mode = prepareRun
 	}
-	dec := protocol.Decoder{MaxDepth: l.MaxDepth, Workflow: workflowDecoder(l.MaxDepth, l.MaxNodes)}
+	dec := protocol.Decoder{MaxDepth: l.MaxDepth, Workflow: document.Decoder(l.MaxDepth, l.MaxNodes)}
 	if mode == prepareRun && e.plans != nil {
 		// A document whose plan is cached is not decoded (prepare finds
 		// the plan as the request's WorkflowValue), nor, when the cache
@@ -126,7 +127,7 @@ func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *detailList
 	if errors.As(err, &inv) && inv.Syntax != nil {
 		syn = inv.Syntax
 	}
-	d.addErr("", err)
+	d.AddErr("", err)
 	if req == nil {
 		return nil, d, syn
 	}

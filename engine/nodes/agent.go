@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/models"
@@ -231,7 +232,7 @@ func agentCatalog(ctx context.Context, call *engine.Call, names, filters []strin
 		}
 	}
 	if len(filters) > 0 && len(cat.tools) == 0 {
-		return nil, engine.Errorf(protocol.CodeToolError, "with.tools selects no tool of toolsets %s", joinQuoted(names))
+		return nil, engine.Errorf(protocol.CodeToolError, "with.tools selects no tool of toolsets %s", document.JoinQuoted(names))
 	}
 	return cat, nil
 }

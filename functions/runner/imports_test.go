@@ -64,12 +64,12 @@ func TestImportDirection(t *testing.T) {
 		}
 		// The document check words its messages as the JSON Schema
 		// validator's English printer does with a formatter of its own
-		// (engine/prepare_check_format.go): x/text's message and
+		// (engine/document/format.go): x/text's message and
 		// language packages cost the Bedrock-only bootstrap 0.4 MB and
 		// their init runs in every cold start.
 		for _, x := range []string{"golang.org/x/text/message", "golang.org/x/text/language"} {
 			if pkg == "functions/runner" && slices.Contains(deps, x) {
-				t.Errorf("%s links %s: the check's messages are formatted by engine.schemaSprintf", pkg, x)
+				t.Errorf("%s links %s: the check's messages are formatted by engine/document.schemaSprintf", pkg, x)
 			}
 		}
 		// Spans leave as OTLP protobuf that infra/telemetry encodes
@@ -105,6 +105,11 @@ func TestImportDirection(t *testing.T) {
 		}):
 			forbid("the language and the adapters sit below the engine", func(d string) bool {
 				return d == mod+"engine" || d == mod+"functions" || strings.HasPrefix(d, mod+"functions/")
+			})
+		case pkg == "engine/document":
+			forbid("the workflow document sits below the engine: it imports protocol, engine/lang and engine/schema only", func(d string) bool {
+				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
+					!strings.HasPrefix(d, mod+"engine/lang") && !strings.HasPrefix(d, mod+"engine/schema")
 			})
 		case path.Dir(pkg) == "engine" || pkg == "engine":
 			forbid("the engine sits below functions and infra", func(d string) bool {

@@ -1,4 +1,4 @@
-package engine
+package document
 
 import (
 	"slices"
@@ -10,12 +10,12 @@ import (
 )
 
 // santhosh-tekuri/jsonschema is the oracle of the tests that hold the
-// hand-written document checks (prepare_check*.go) to docs/workflow.schema.json:
+// hand-written document checks (check.go, rules.go, with.go) to docs/workflow.schema.json:
 // a test-only import, not in the product (requests' own schemas are
 // compiled by engine/schema).
 
 // printer is the oracle's: its messages are printed in English by
-// x/text, as schemaSprintf imitates (prepare_check_format_test.go).
+// x/text, as schemaSprintf imitates (format_test.go).
 var printer = message.NewPrinter(language.English)
 
 // schemaLeaves lists the failing leaves of the oracle's validation error,

@@ -1,4 +1,4 @@
-package engine
+package document
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // int, %v of a float64, and %%); any other verb or argument type is
 // formatted by fmt. Written here so that the bootstrap does not link
 // x/text's message and language packages (their init and 0.4 MB) for
-// these few messages; prepare_check_format_test.go holds it to the
+// these few messages; format_test.go holds it to the
 // printer.
 func schemaSprintf(format string, args ...any) string {
 	var b strings.Builder

@@ -1,4 +1,4 @@
-package engine
+package document
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // needs, when and with; the document's id, nodes, input and output) are
 // held typed when they have the type the schema gives them. Every other
 // member, and one of another type than the schema's, is kept as decoded
-// in rest, for the check (prepare_check.go) to report or read; a document
+// in rest, for the check (check.go) to report or read; a document
 // or node that is not an object keeps its value. So the decoder decides
 // nothing: it refuses only text that is not JSON.
 //
@@ -25,10 +25,10 @@ import (
 // (with.nodes) is read from it into nodes by nodeFromValue, the typed
 // decode's rules applied to a decoded value.
 
-// document is a workflow document as decoded.
-type document struct {
+// Document is a workflow document as decoded.
+type Document struct {
 	ID     string
-	Nodes  []nodeDoc
+	Nodes  []Node
 	Input  json.RawMessage // as written: the input schema is compiled from its text
 	Output json.RawMessage // as written: decoded when compiled
 	has    docMembers
@@ -38,6 +38,10 @@ type document struct {
 	isObject bool
 	value    any
 }
+
+// HasOutput reports whether the document has an output member of its
+// own (read typed), which the compile turns into the workflow's output.
+func (doc *Document) HasOutput() bool { return doc.has&hasOutput != 0 }
 
 // docMembers records which typed members a document or node has.
 type docMembers uint8
@@ -53,13 +57,13 @@ const (
 	hasOutput // document
 )
 
-// nodeDoc is one node as decoded. Retry, TimeoutMs and OnError are read
+// Node is one node as decoded. Retry, TimeoutMs and OnError are read
 // from rest (derive), where they are held as decoded for the check.
-type nodeDoc struct {
+type Node struct {
 	ID, Type, When string
 	Needs          []string
 	With           map[string]any
-	Retry          *RetryPolicy
+	Retry          *Retry
 	TimeoutMs      int64
 	OnError        string
 	has            docMembers
@@ -68,8 +72,8 @@ type nodeDoc struct {
 	value          any
 }
 
-// RetryPolicy says how a failing node is tried again.
-type RetryPolicy struct {
+// Retry says how a failing node is tried again.
+type Retry struct {
 	MaxAttempts  int     `json:"maxAttempts"`
 	BackoffMs    int64   `json:"backoffMs"`
 	Factor       float64 `json:"factor"`
@@ -78,11 +82,11 @@ type RetryPolicy struct {
 
 // DefaultRetry is the policy a node's retry object starts from: the fields
 // it leaves out keep these values.
-var DefaultRetry = RetryPolicy{MaxAttempts: 1, BackoffMs: 200, Factor: 2, MaxBackoffMs: 10_000}
+var DefaultRetry = Retry{MaxAttempts: 1, BackoffMs: 200, Factor: 2, MaxBackoffMs: 10_000}
 
 // setRest keeps member k as decoded; it replaces a typed one of the same
 // name (the last of duplicate keys counts, as for encoding/json).
-func (n *nodeDoc) setRest(k string, v any) {
+func (n *Node) setRest(k string, v any) {
 	switch k {
 	case "id":
 		n.has &^= hasID
@@ -103,8 +107,8 @@ func (n *nodeDoc) setRest(k string, v any) {
 	keepRest(&n.rest, k, v)
 }
 
-// setRest is nodeDoc.setRest for the document's own members.
-func (doc *document) setRest(k string, v any) {
+// setRest is Node.setRest for the document's own members.
+func (doc *Document) setRest(k string, v any) {
 	switch k {
 	case "id":
 		doc.has &^= hasID
@@ -125,7 +129,7 @@ func keepRest(rest *map[string]any, k string, v any) {
 }
 
 // typed records that member k was read typed, replacing one kept as decoded.
-func (n *nodeDoc) typed(k string, bit docMembers) {
+func (n *Node) typed(k string, bit docMembers) {
 	n.has |= bit
 	if n.rest != nil {
 		delete(n.rest, k)
@@ -133,7 +137,7 @@ func (n *nodeDoc) typed(k string, bit docMembers) {
 }
 
 // member reads member k of a decoded node.
-func (n *nodeDoc) member(k string, v any) {
+func (n *Node) member(k string, v any) {
 	switch k {
 	case "id", "type", "when":
 		s, ok := v.(string)
@@ -182,7 +186,7 @@ func allStrings(a []any) bool {
 
 // derive reads what the compile needs from the members kept as decoded;
 // a member of the wrong type is left zero (the check reports it).
-func (n *nodeDoc) derive() {
+func (n *Node) derive() {
 	if len(n.rest) == 0 {
 		return
 	}
@@ -203,12 +207,12 @@ func (n *nodeDoc) derive() {
 
 // nodeFromValue reads a decoded node (a map's with.nodes) by the rules of
 // the typed decode.
-func nodeFromValue(v any) nodeDoc {
+func nodeFromValue(v any) Node {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nodeDoc{value: v}
+		return Node{value: v}
 	}
-	n := nodeDoc{isObject: true}
+	n := Node{isObject: true}
 	for k, e := range m {
 		n.member(k, e)
 	}
@@ -216,9 +220,9 @@ func nodeFromValue(v any) nodeDoc {
 	return n
 }
 
-// parseNodes reads a sub-graph's nodes (a map node's with.nodes), already
+// ParseNodes reads a sub-graph's nodes (a map node's with.nodes), already
 // checked with the document.
-func parseNodes(v any) ([]nodeDoc, error) {
+func ParseNodes(v any) ([]Node, error) {
 	a, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("got %s, want an array of nodes", jsonTypeOf(v))
@@ -227,15 +231,15 @@ func parseNodes(v any) ([]nodeDoc, error) {
 }
 
 // nodesOf reads nodes held as decoded.
-func nodesOf(a []any) []nodeDoc {
-	nodes := make([]nodeDoc, len(a))
+func nodesOf(a []any) []Node {
+	nodes := make([]Node, len(a))
 	for i, e := range a {
 		nodes[i] = nodeFromValue(e)
 	}
 	return nodes
 }
 
-func retryPolicy(m map[string]any) *RetryPolicy {
+func retryPolicy(m map[string]any) *Retry {
 	p := DefaultRetry
 	if v, ok := millis(m["maxAttempts"]); ok {
 		p.MaxAttempts = int(v)
@@ -252,31 +256,31 @@ func retryPolicy(m map[string]any) *RetryPolicy {
 	return &p
 }
 
-// workflowDecoder returns the engine's protocol.Decoder.Workflow: raw is
+// Decoder returns the engine's protocol.Decoder.Workflow: raw is
 // the workflow object's text, not yet checked to be JSON (the decoder
 // refuses what is not, and the body is then read the ordinary way, which
 // names the fault), and nesting deeper than maxDepth (the body's cap,
 // counted from the document) is left to the ordinary read too.
 // A document of more than maxNodes nodes, sub-graphs included, is an
-// errTooManyNodes, found once the limit is passed.
-func workflowDecoder(maxDepth, maxNodes int) func(raw []byte) (any, error) {
+// ErrTooManyNodes, found once the limit is passed.
+func Decoder(maxDepth, maxNodes int) func(raw []byte) (any, error) {
 	return func(raw []byte) (any, error) {
 		d := docDecoder{data: raw, maxDepth: maxDepth, maxNodes: maxNodes}
 		return d.document()
 	}
 }
 
-// decodeDocument decodes a workflow document's text (a child workflow, a
+// Decode decodes a workflow document's text (a child workflow, a
 // body the one pass did not take). An error says raw is not JSON, or
-// (errTooManyNodes) that it holds more than maxNodes nodes (0: no limit),
+// (ErrTooManyNodes) that it holds more than maxNodes nodes (0: no limit),
 // sub-graphs included: decoding stops there, so that a 6 MB body of empty
 // nodes costs what maxNodes of them do.
 //
 // The decoder checks the text is JSON as it reads it, so the text is
 // scanned once; encoding/json reads it again only when the decoder stops,
 // to say why in its words (the error a document that is not JSON gets is
-// encoding/json's, and one that is JSON and too big is errTooManyNodes).
-func decodeDocument(raw []byte, maxNodes int) (*document, error) {
+// encoding/json's, and one that is JSON and too big is ErrTooManyNodes).
+func Decode(raw []byte, maxNodes int) (*Document, error) {
 	d := docDecoder{data: raw, maxDepth: maxDecodeDepth, maxNodes: maxNodes}
 	doc, err := d.document()
 	if err == nil || json.Valid(raw) {
@@ -293,10 +297,11 @@ func decodeDocument(raw []byte, maxNodes int) (*document, error) {
 // scanner bounds its nesting.
 const maxDecodeDepth = 10_000
 
-var (
-	errDecode       = errors.New("malformed JSON")
-	errTooManyNodes = errors.New("too many nodes")
-)
+var errDecode = errors.New("malformed JSON")
+
+// ErrTooManyNodes is what Decode and Decoder fail with when a document
+// holds more than maxNodes nodes, sub-graphs included.
+var ErrTooManyNodes = errors.New("too many nodes")
 
 // docDecoder reads a document from JSON text, refusing (with an error,
 // never a panic) all the text encoding/json's scanner refuses, and only
@@ -312,8 +317,8 @@ type docDecoder struct {
 	needs []string
 }
 
-func (d *docDecoder) document() (*document, error) {
-	doc := &document{}
+func (d *docDecoder) document() (*Document, error) {
+	doc := &Document{}
 	d.ws()
 	if d.peek() != '{' {
 		v, err := d.value()
@@ -369,13 +374,13 @@ func (d *docDecoder) document() (*document, error) {
 }
 
 // nodes reads the array of a document's nodes.
-func (d *docDecoder) nodes(doc *document) error {
+func (d *docDecoder) nodes(doc *Document) error {
 	doc.Nodes = doc.Nodes[:0]
 	return d.array(func() error {
 		if err := d.countNode(); err != nil {
 			return err
 		}
-		doc.Nodes = append(doc.Nodes, nodeDoc{})
+		doc.Nodes = append(doc.Nodes, Node{})
 		n := &doc.Nodes[len(doc.Nodes)-1]
 		if d.peek() != '{' {
 			v, err := d.value()
@@ -386,7 +391,7 @@ func (d *docDecoder) nodes(doc *document) error {
 	})
 }
 
-func (d *docDecoder) node(n *nodeDoc) error {
+func (d *docDecoder) node(n *Node) error {
 	n.isObject = true
 	err := d.object(func(key []byte) error {
 		switch string(key) {
@@ -547,7 +552,7 @@ func internKey(b []byte) string {
 // countNode counts one more node against maxNodes.
 func (d *docDecoder) countNode() error {
 	if d.nodeCount++; d.maxNodes > 0 && d.nodeCount > d.maxNodes {
-		return errTooManyNodes
+		return ErrTooManyNodes
 	}
 	return nil
 }

@@ -1,19 +1,15 @@
-package engine
+package document
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/runnerd/lambda-runner/protocol"
+	"github.com/runnerd/lambda-runner/engine/internal/doccorpus"
 )
 
-// The typed decode (prepare_decode.go) must read every document as
+// The typed decode (decode.go) must read every document as
 // encoding/json reads it (UseNumber, the last of duplicate keys counting),
 // sorted into typed members and rest by nodeFromValue's rules: then the
 // check and the compile see what they saw when the document was a generic
@@ -42,7 +38,7 @@ var decodeAgreeCorpus = []string{
 
 // documentFromText is what the typed decode must give for raw: raw read
 // by encoding/json, its nodes by nodeFromValue.
-func documentFromText(t testing.TB, raw []byte) *document {
+func documentFromText(t testing.TB, raw []byte) *Document {
 	t.Helper()
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -52,13 +48,13 @@ func documentFromText(t testing.TB, raw []byte) *document {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return &document{value: v}
+		return &Document{value: v}
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil {
 		t.Fatal(err)
 	}
-	doc := &document{isObject: true}
+	doc := &Document{isObject: true}
 	for k, e := range m {
 		switch s, isStr := e.(string); {
 		case k == "id" && isStr:
@@ -72,7 +68,7 @@ func documentFromText(t testing.TB, raw []byte) *document {
 			continue
 		}
 		if a, isArr := e.([]any); k == "nodes" && isArr {
-			doc.Nodes, _ = parseNodes(a)
+			doc.Nodes, _ = ParseNodes(a)
 			doc.has |= hasNodes
 			continue
 		}
@@ -86,7 +82,7 @@ func documentFromText(t testing.TB, raw []byte) *document {
 
 // normalize clears what the two reads may differ in without meaning:
 // empty against nil, a slice's capacity.
-func normalize(doc *document) {
+func normalize(doc *Document) {
 	if len(doc.rest) == 0 {
 		doc.rest = nil
 	}
@@ -108,10 +104,10 @@ func normalize(doc *document) {
 
 func checkDecodeAgrees(t *testing.T, raw []byte) {
 	t.Helper()
-	got, err := decodeDocument(raw, 0)
+	got, err := Decode(raw, 0)
 	// The one pass's hook is given text nothing checked before: it must
 	// refuse exactly what encoding/json refuses.
-	_, herr := workflowDecoder(0, 0)(raw)
+	_, herr := Decoder(0, 0)(raw)
 	if !json.Valid(raw) {
 		if err == nil {
 			t.Fatalf("%.200q is not JSON, decoded", raw)
@@ -139,7 +135,7 @@ func TestDecodeDocumentAgrees(t *testing.T) {
 	for _, raw := range decodeAgreeCorpus {
 		checkDecodeAgrees(t, []byte(raw))
 	}
-	for _, raw := range dsFullNodes() {
+	for _, raw := range doccorpus.FullNodes() {
 		checkDecodeAgrees(t, []byte(raw))
 	}
 }
@@ -158,7 +154,7 @@ var decodeRefuseCorpus = []string{
 // panic, from the document's decode and from the one pass's hook.
 func TestDecodeDocumentRefuses(t *testing.T) {
 	for _, raw := range decodeRefuseCorpus {
-		if _, err := decodeDocument([]byte(raw), 0); err == nil {
+		if _, err := Decode([]byte(raw), 0); err == nil {
 			t.Errorf("%q decoded", raw)
 		}
 		func() {
@@ -167,83 +163,11 @@ func TestDecodeDocumentRefuses(t *testing.T) {
 					t.Errorf("%q: the hook panicked: %v", raw, r)
 				}
 			}()
-			if _, err := workflowDecoder(128, 0)([]byte(raw)); err == nil {
+			if _, err := Decoder(128, 0)([]byte(raw)); err == nil {
 				t.Errorf("%q: the hook decoded it", raw)
 			}
 		}()
 	}
-}
-
-// The one pass's hook leaves nesting over the body's cap to the ordinary
-// read, which names it.
-func TestDecodeHookDepth(t *testing.T) {
-	deep := `{"nodes":[{"id":"a","type":"set","with":{"value":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}]}`
-	if _, err := workflowDecoder(128, 0)([]byte(deep)); err == nil {
-		t.Fatal("the hook read a document nested past its cap")
-	}
-	e, _ := wtEngine(nil)
-	d := bodyInvalid(t, e, deep)
-	if len(d) != 1 || !strings.HasPrefix(d[0].Path, "workflow.nodes[0].with.value[0][0]") || !strings.Contains(d[0].Message, "nested deeper than maxDepth") {
-		t.Fatalf("details %s", wtJSON(d))
-	}
-}
-
-// Hostile documents through the typed decode: what the author makes it
-// spend is bounded by the text, and each ends in a precise detail.
-func TestHostileDecodeTyped(t *testing.T) {
-	many := func(n int, f func(i int) string) string {
-		var b strings.Builder
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(f(i))
-		}
-		return b.String()
-	}
-	tests := []struct {
-		name, wf, path, fragment string
-	}{
-		{"duplicate keys in with", `{"nodes":[{"id":"a","type":"set","with":{"value":1,"value":2}}]}`, "workflow.nodes[0].with.value", `duplicate key "value"`},
-		{"duplicate typed member", `{"nodes":[{"id":"a","id":"b","type":"set"}]}`, "workflow.nodes[0].id", `duplicate key "id"`},
-		{"100k unknown node members", `{"nodes":[{"id":"a","type":"set",` + many(100_000, func(i int) string { return fmt.Sprintf(`"k%d":0`, i) }) + `}]}`, "workflow.nodes[0]", "additional properties"},
-		{"100k with members", `{"nodes":[{"id":"a","type":"set","with":{` + many(100_000, func(i int) string { return fmt.Sprintf(`"k%d":0`, i) }) + `}}]}`, "workflow.nodes[0].with", "additional properties"},
-		{"100k needs", `{"nodes":[{"id":"a","type":"set","needs":[` + many(100_000, func(int) string { return `"a"` }) + `]}]}`, "workflow.nodes[0].needs", "items at 0 and 1 are equal"},
-		{"huge exponent in with", `{"nodes":[{"id":"a","type":"set","with":{"value":1e999999}}]}`, "workflow.nodes[0].with", "1e999999 is out of range"},
-		{"NaN-ish text", `{"nodes":[{"id":"a","type":"set","timeoutMs":"NaN","with":{"value":"Infinity"}}]}`, "workflow.nodes[0].timeoutMs", "got string, want integer"},
-		{"giant id", `{"nodes":[{"id":"` + strings.Repeat("x", 1<<20) + `!","type":"set"}]}`, "workflow.nodes[0].id", "does not match pattern"},
-		{"nesting at the cap in with", `{"nodes":[{"id":"a","type":"set","with":{"value":` + strings.Repeat("[", 110) + strings.Repeat("]", 110) + `},"x":1}]}`, "workflow.nodes[0]", "additional properties 'x'"},
-		{"escaped member names", `{"nodes":[{"\u0069d":"a","typ\u0065":"set","w\u0069th":{"valu\u0065":1},"\u00e9":1}]}`, "workflow.nodes[0]", "additional properties 'é'"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e, _ := wtEngine(nil)
-			start := time.Now()
-			d := bodyInvalid(t, e, tt.wf)
-			if el := time.Since(start); el > 5*time.Second {
-				t.Errorf("checking took %v, want under 5s", el)
-			}
-			if !wtHasDetail(d, tt.path, tt.fragment) {
-				t.Errorf("details %.2000s, want one at %s saying %q", wtJSON(d), tt.path, tt.fragment)
-			}
-		})
-	}
-}
-
-// bodyInvalid prepares a request body holding wf, read in one pass as the
-// handler reads it, that must be refused, and returns the problems.
-func bodyInvalid(t *testing.T, e *Engine, wf string) []protocol.Detail {
-	t.Helper()
-	x, err := e.PrepareBody([]byte(`{"version":1,"workflow":` + wf + `,"input":{}}`))
-	if err == nil {
-		x.discard()
-		t.Fatal("PrepareBody accepted the request, want INVALID_EXECUTION")
-	}
-	var inv *protocol.Invalid
-	if !errors.As(err, &inv) {
-		t.Fatalf("PrepareBody error %T %v, want *protocol.Invalid", err, err)
-	}
-	return inv.Details
 }
 
 func FuzzDecodeDocument(f *testing.F) {
@@ -259,6 +183,6 @@ func FuzzDecodeDocument(f *testing.F) {
 			return
 		}
 		checkDecodeAgrees(t, raw)
-		_, _ = workflowDecoder(16, 0)(raw)
+		_, _ = Decoder(16, 0)(raw)
 	})
 }

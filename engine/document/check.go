@@ -1,31 +1,55 @@
-package engine
+package document
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 )
 
-// Prepare, stage 2: check. A decoded document (prepare_decode.go) is held
+// Prepare, stage 2: check. A decoded document (decode.go) is held
 // to the rules of docs/workflow.schema.json without a generic JSON Schema
 // pass: the same decisions, at the same paths, with the validator's
 // messages, to which a misspelt member adds a "did you mean" (nearMisses)
-// that no validator says. The schema stays the published contract;
+// that no validator says. The schema stays the published contract; a
+// node type's with is checked by its With (with.go), from which the
+// schema's with definitions are generated too (internal/schemagen).
 // TestDocSchemaAgreesWithLibrary and FuzzDocSchema run both over a corpus
 // and fail on any difference, so a change to one without the other is
 // caught. The document and its nodes are read typed; a with, and the
 // members decode kept as decoded, are values as a json.Decoder with
 // UseNumber produces them.
 
-// checkDocument checks a decoded document, recording what fails in d, and
+// Parse decodes raw (stage 1) and checks it against the rules of
+// the workflow schema (stage 2). path is where the document sits in the request
+// ("workflow", "runtime.workflows[2]"). A document that breaks a rule is
+// still returned as far as it goes, so that the graph, expressions and
+// input can be checked too; nil means there is nothing to check. withs
+// are the node types' with, by type: a node of another type has its with
+// judged by no rule here (the engine refuses the type).
+func Parse(path string, raw json.RawMessage, maxNodes int, withs Withs, d *Problems) *Document {
+	doc, err := Decode(raw, maxNodes)
+	if errors.Is(err, ErrTooManyNodes) {
+		d.Addf(path+".nodes", "the workflow has more than maxNodes (%d) nodes", maxNodes)
+		return nil
+	}
+	if err != nil {
+		d.Addf(path, "malformed JSON: %v", err)
+		return nil
+	}
+	return Check(path, doc, withs, d)
+}
+
+// Check checks a decoded document against the workflow schema's rules and
+// withs (see Parse), recording what fails in d, and
 // turns the numbers of its nodes' with into the float64s expressions and
 // templates work on.
-func checkDocument(path string, doc *document, d *detailList) *document {
-	reportLeaves(checkDocumentSchema(path, doc), d)
+func Check(path string, doc *Document, withs Withs, d *Problems) *Document {
+	reportLeaves(checkDocumentSchema(path, doc, withs), d)
 	for i := range doc.Nodes {
 		if w := doc.Nodes[i].With; w != nil {
 			if bad := floatNumbers(w); bad != "" {
-				d.add(fmt.Sprintf("%s.nodes[%d].with", path, i), "the number %s is out of range", bad)
+				d.Addf(fmt.Sprintf("%s.nodes[%d].with", path, i), "the number %s is out of range", bad)
 			}
 		}
 	}
@@ -80,7 +104,7 @@ func floatElem(e any) (f float64, num bool, bad string) {
 	return f, true, ""
 }
 
-func (c *docChecker) document(doc *document) {
+func (c *docChecker) document(doc *Document) {
 	if !doc.isObject {
 		c.typeErr(doc.value, "object")
 		return
@@ -170,7 +194,7 @@ func (c *docChecker) nodes(v any, nonEmpty bool) {
 }
 
 // nodeList checks decoded nodes; nonEmpty is the map node's minItems 1.
-func (c *docChecker) nodeList(nodes []nodeDoc, nonEmpty bool) {
+func (c *docChecker) nodeList(nodes []Node, nonEmpty bool) {
 	if nonEmpty && len(nodes) == 0 {
 		c.fail("minItems: got %d, want %d", 0, 1)
 	}
@@ -208,7 +232,7 @@ func isNodeID(s string) bool {
 	return true
 }
 
-func (c *docChecker) node(n *nodeDoc) {
+func (c *docChecker) node(n *Node) {
 	if !n.isObject {
 		c.typeErr(n.value, "object")
 		return
@@ -260,16 +284,13 @@ func (c *docChecker) node(n *nodeDoc) {
 	} else {
 		with, hasWith = n.rest["with"]
 	}
-	for _, r := range withRules {
-		if !typOK || typ != r.typ {
-			continue
-		}
-		if r.required && !hasWith {
+	if w := c.withs[typ]; w != nil && typOK {
+		if w.Required && !hasWith {
 			c.missing([]string{"with"})
 		}
 		if hasWith {
 			c.push("with")
-			c.with(r.typ, with)
+			c.with(w, with)
 			c.pop()
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package document
 
 import (
 	"encoding/json"

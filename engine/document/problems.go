@@ -1,4 +1,4 @@
-package engine
+package document
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// detailList collects the problems found before acceptance: errors, which
+// Problems collects the problems found before acceptance: errors, which
 // refuse the request, and warnings, which only Validate shows.
-type detailList struct {
+type Problems struct {
 	inv      protocol.Invalid
 	warnings []protocol.Detail
 	// covered holds the paths the workflow schema already found fault
@@ -18,49 +18,51 @@ type detailList struct {
 	// pass), and a later check of a value under one of them would only
 	// restate it, so it is dropped.
 	covered map[string]bool
-	// bare is set when a workflow document is checked without a request.
-	bare bool
+	// Bare is set when a workflow document is checked without a request.
+	Bare bool
 	// busy is a check the runner could not make in time for want of
 	// resources (a code node's syntax check, the sandbox busy): not a
 	// problem of the request, which may be sent again (ErrBusy).
 	busy *protocol.Detail
 }
 
-func (d *detailList) add(path, format string, args ...any) {
+// Addf records a problem at path, unless a problem at or above path was
+// already reported (cover).
+func (d *Problems) Addf(path, format string, args ...any) {
 	if d.isCovered(path) {
 		return
 	}
 	d.inv.Add(path, format, args...)
 }
 
-// needsRuntime records a problem that only the request's runtime payload
+// NeedsRuntimef records a problem that only the request's runtime payload
 // can settle (a toolset, a model role, a child workflow, a secret it names).
 // A bare workflow document, checked without a request, has no runtime yet:
 // there it is a warning, so that `runnerctl validate` does not refuse what
 // the server will supply.
-func (d *detailList) needsRuntime(path, format string, args ...any) {
-	if d.bare {
-		d.warn(path, format+" (checked as a bare document: the request's runtime must supply it)", args...)
+func (d *Problems) NeedsRuntimef(path, format string, args ...any) {
+	if d.Bare {
+		d.Warnf(path, format+" (checked as a bare document: the request's runtime must supply it)", args...)
 		return
 	}
-	d.add(path, format, args...)
+	d.Addf(path, format, args...)
 }
 
 // The expression language reports its problems to the list.
-var _ lang.Problems = (*detailList)(nil)
+var _ lang.Problems = (*Problems)(nil)
 
 // Invalid records a problem the expression language found.
-func (d *detailList) Invalid(path, msg string) { d.add(path, "%s", msg) }
+func (d *Problems) Invalid(path, msg string) { d.Addf(path, "%s", msg) }
 
 // NeedsRuntime records a problem of an expression that only the runtime
-// payload settles (see needsRuntime).
-func (d *detailList) NeedsRuntime(path, msg string) { d.needsRuntime(path, "%s", msg) }
+// payload settles (see NeedsRuntimef).
+func (d *Problems) NeedsRuntime(path, msg string) { d.NeedsRuntimef(path, "%s", msg) }
 
 // Warn records a warning of the expression language.
-func (d *detailList) Warn(path, msg string) { d.warn(path, "%s", msg) }
+func (d *Problems) Warn(path, msg string) { d.Warnf(path, "%s", msg) }
 
-// warn records a problem that does not refuse the request.
-func (d *detailList) warn(path, format string, args ...any) {
+// Warnf records a problem that does not refuse the request.
+func (d *Problems) Warnf(path, format string, args ...any) {
 	if d.isCovered(path) {
 		return
 	}
@@ -73,7 +75,7 @@ func (d *detailList) warn(path, format string, args ...any) {
 }
 
 // cover marks path as reported: later problems at or under it are dropped.
-func (d *detailList) cover(path string) {
+func (d *Problems) cover(path string) {
 	if d.covered == nil {
 		d.covered = map[string]bool{}
 	}
@@ -82,7 +84,7 @@ func (d *detailList) cover(path string) {
 
 // isCovered reports whether path or one of its ancestors is covered, with
 // one lookup per path segment and no allocation.
-func (d *detailList) isCovered(path string) bool {
+func (d *Problems) isCovered(path string) bool {
 	if len(d.covered) == 0 {
 		return false
 	}
@@ -96,16 +98,18 @@ func (d *detailList) isCovered(path string) bool {
 	return false
 }
 
-func (d *detailList) len() int {
+// Len is how many problems refuse the request, a check that could not be
+// made counted as one.
+func (d *Problems) Len() int {
 	if d.busy != nil {
 		return len(d.inv.Details) + 1
 	}
 	return len(d.inv.Details)
 }
 
-// err returns the request's problems, or, when it has none but a check
+// Err returns the request's problems, or, when it has none but a check
 // could not be made, an error wrapping ErrBusy.
-func (d *detailList) err() error {
+func (d *Problems) Err() error {
 	if len(d.inv.Details) == 0 {
 		if d.busy != nil {
 			return fmt.Errorf("%w: %s: %s", ErrBusy, d.busy.Path, d.busy.Message)
@@ -116,41 +120,52 @@ func (d *detailList) err() error {
 	return &inv
 }
 
-// setBusy records the first check the runner could not make in time.
-func (d *detailList) setBusy(path, format string, args ...any) {
+// SetBusy records the first check the runner could not make in time.
+func (d *Problems) SetBusy(path, format string, args ...any) {
 	if d.busy == nil {
 		d.busy = &protocol.Detail{Path: path, Message: fmt.Sprintf(format, args...)}
 	}
 }
 
-// ErrBusy is what Prepare and PrepareBody fail with when the request has
-// no problem found but a check of it could not be made in time for want
-// of resources (a code node's syntax check while the sandbox's workers
-// are busy checking others): the request is not at fault, and may be
-// sent again later (the handler answers 503 with Retry-After).
+// ErrBusy is what Err wraps (and the engine's Prepare and PrepareBody
+// fail with) when the request has no problem found but a check of it
+// could not be made in time for want of resources (a code node's syntax
+// check while the sandbox's workers are busy checking others): the
+// request is not at fault, and may be sent again later (the handler
+// answers 503 with Retry-After).
 var ErrBusy = errors.New("the runner is busy")
 
-// addErr records err under path, spreading joined errors and field errors
+// AddErr records err under path, spreading joined errors and field errors
 // into separate details.
-func (d *detailList) addErr(path string, err error) {
+func (d *Problems) AddErr(path string, err error) {
 	if err == nil {
 		return
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
-			d.addErr(path, e)
+			d.AddErr(path, e)
 		}
 		return
 	}
 	// The adapters' own field errors carry the request path they found the
 	// problem at, and messages already free of secrets.
 	if fe, ok := err.(*protocol.Detail); ok {
-		d.add(fe.Path, "%s", fe.Message)
+		d.Addf(fe.Path, "%s", fe.Message)
 		return
 	}
 	if inv, ok := err.(*protocol.Invalid); ok {
 		d.inv.Merge(inv)
 		return
 	}
-	d.add(path, "%v", err)
+	d.Addf(path, "%v", err)
 }
+
+// Errors are the problems that refuse the request, in the order found.
+func (d *Problems) Errors() []protocol.Detail { return d.inv.Details }
+
+// Warnings are the problems that do not refuse the request (Validate
+// shows them).
+func (d *Problems) Warnings() []protocol.Detail { return d.warnings }
+
+// Busy is the first check the runner could not make in time, or nil.
+func (d *Problems) Busy() *protocol.Detail { return d.busy }

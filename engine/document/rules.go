@@ -1,4 +1,4 @@
-package engine
+package document
 
 import (
 	"encoding/json"
@@ -10,14 +10,13 @@ import (
 	"github.com/runnerd/lambda-runner/engine/lang"
 )
 
-// The primitives of the check (prepare_check.go): locations, failures
+// The primitives of the check (check.go): locations, failures
 // worded as the JSON Schema validator words them, and the rules on values.
 
 // Patterns of the schema, as the validator quotes them in messages.
 const (
 	idPattern       = `^[A-Za-z_][A-Za-z0-9_-]*$`
 	templatePattern = `\$\{\{`
-	failCodePattern = `^[A-Z][A-Z0-9_]*$|\$\{\{`
 )
 
 // schemaLeaf is one failed rule: where, what, and the members a missing or
@@ -48,6 +47,7 @@ type docSeg struct {
 // the alternatives of an anyOf) it only counts failures, building nothing.
 type docChecker struct {
 	base   string
+	withs  Withs // each node type's with
 	stack  []docSeg
 	leaves []schemaLeaf
 	quiet  int
@@ -58,8 +58,8 @@ type docChecker struct {
 
 // checkDocumentSchema checks a decoded document and returns what failed,
 // located under base ("workflow").
-func checkDocumentSchema(base string, doc *document) []schemaLeaf {
-	c := &docChecker{base: base, stack: make([]docSeg, 0, 16)}
+func checkDocumentSchema(base string, doc *Document, withs Withs) []schemaLeaf {
+	c := &docChecker{base: base, withs: withs, stack: make([]docSeg, 0, 16)}
 	c.document(doc)
 	return c.leaves
 }

@@ -1,0 +1,12 @@
+// Package document holds the workflow document as Go types: its strict
+// one-pass decode (decode.go), the rules of docs/workflow.schema.json
+// (check.go, rules.go, with.go), and the problems found, each with its
+// path and, where a name looks misspelt, a "did you mean" (problems.go,
+// paths.go, hints.go).
+//
+// Parse is the entry: text in, a Document and its Problems out. The
+// engine builds the graph and compiles the nodes from what it returns;
+// this package knows nothing of either. It imports the standard library,
+// protocol, engine/lang (whose problems it collects) and engine/schema
+// (whose failures it reports) only.
+package document
