@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/permission"
@@ -29,6 +30,7 @@ type Engine struct {
 	Observer Observer
 
 	kinds map[string]Kind
+	withs document.Withs // the with of each Specified kind
 	// defaultClients serves model calls when Services.Models is nil.
 	defaultClients *models.Clients
 	// closing counts the toolset closes of finished executions, which run
@@ -84,6 +86,7 @@ func New(limits Limits) *Engine {
 	registered.Lock()
 	e.kinds = maps.Clone(registered.kinds)
 	registered.Unlock()
+	e.specify()
 	return e
 }
 
@@ -91,8 +94,26 @@ func New(limits Limits) *Engine {
 // dropped: they may have been compiled with the type it replaces.
 func (e *Engine) Register(name string, k Kind) {
 	e.kinds[name] = k
+	e.specify()
 	e.plans.Reset()
 }
+
+// specify collects the with of each Specified kind, for the document's
+// check.
+func (e *Engine) specify() {
+	e.withs = make(document.Withs, len(e.kinds))
+	for name, k := range e.kinds {
+		if s, ok := k.(Specified); ok {
+			e.withs[name] = s.With()
+		}
+	}
+}
+
+// WithSpecs returns the with of each registered node type that describes
+// its own (Specified), by type: what docs/workflow.schema.json's with
+// definitions are generated from (internal/schemagen). The caller must
+// not change them.
+func (e *Engine) WithSpecs() document.Withs { return e.withs }
 
 // NodeTypes lists the registered node types, sorted; a kind that runs
 // only on an engine configured for it (Availability: code, with

@@ -48,6 +48,15 @@ type PureKind interface {
 	Pure() bool
 }
 
+// Specified is implemented by a Kind that describes its with once
+// (document.With): the document's check of a node's with and its
+// definition in docs/workflow.schema.json (go generate) both come from
+// it. A kind that is not Specified has its with checked by its Prepare
+// alone.
+type Specified interface {
+	With() *document.With
+}
+
 // Availability is implemented by a Kind that runs only on an engine
 // configured for it (a code node needs Services.Code): Engine.NodeTypes
 // leaves it out when Available reports false.

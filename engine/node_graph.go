@@ -15,6 +15,19 @@ import (
 // mapKind runs a sub-graph once per item.
 type mapKind struct{}
 
+var mapWith = document.With{Required: true, Doc: "A sub-graph run once per item.", Fields: []document.Field{
+	{Name: "items", Type: document.Type{Kind: document.Array, Template: true}, Required: true, Doc: "An expression (a ${{ }} string) or a literal array."},
+	{Name: "concurrency", Type: document.Type{Kind: document.Integer, Minimum: 1, Template: true}, Doc: "Iterations running at once; at most the runner's maxConcurrency, which is also the default."},
+	{Name: "nodes", Type: document.Type{Kind: document.Nodes}, Required: true, Literal: true, Doc: "The sub-graph run for each item."},
+	{Name: "output", Type: document.AnyValue, Doc: "Per-item output, templated in the iteration's scope. Absent: the outputs of the iteration's sink nodes."},
+	{Name: "distribute", Type: document.Type{Kind: document.Object, Fields: []document.Field{
+		{Name: "batchSize", Type: document.Type{Kind: document.Integer, Minimum: 1}, Doc: "Items per child invocation (fewer when a batch would pass Lambda's 6 MB event). Absent: the items spread evenly over invocations."},
+		{Name: "invocations", Type: document.Type{Kind: document.Integer, Minimum: 1}, Required: true, Doc: "Child invocations running at once; at most the runner's maxFanOutInvocations."},
+	}}, Literal: true, Doc: "Run the items in batches, each in another invocation of the runner's function (docs/workflows.md, Distributed maps). Only on a top-level map, and only when the runner's constraints.maxFanOutInvocations is above 0."},
+}}
+
+func (mapKind) With() *document.With { return &mapWith }
+
 type mapStep struct {
 	sub       *graph
 	output    lang.Template
@@ -209,6 +222,13 @@ func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (a
 
 // workflowKind runs a child workflow from runtime.workflows.
 type workflowKind struct{}
+
+var workflowWith = document.With{Required: true, Doc: "A child workflow, run as one node.", Fields: []document.Field{
+	{Name: "workflow", Type: document.Name, Required: true, Doc: "The child workflow's id, in runtime.workflows."},
+	{Name: "input", Type: document.AnyValue, Doc: "The child's input."},
+}}
+
+func (workflowKind) With() *document.With { return &workflowWith }
 
 func (workflowKind) Prepare(c *Compiler) Step {
 	c.With()

@@ -105,13 +105,13 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 	}
 	var doc *document.Document
 	if dd, ok := req.WorkflowValue.(*document.Document); ok {
-		doc = document.Check("workflow", dd, withSpecs, d)
+		doc = document.Check("workflow", dd, e.withs, d)
 	} else if req.Workflow != nil && pl == nil {
-		doc = document.Parse("workflow", req.Workflow, p.limits.MaxNodes, withSpecs, d)
+		doc = document.Parse("workflow", req.Workflow, p.limits.MaxNodes, e.withs, d)
 	}
 	for i, raw := range req.Runtime.Workflows {
 		path := fmt.Sprintf("runtime.workflows[%d]", i)
-		cd := document.Parse(path, raw, p.limits.MaxNodes, withSpecs, d)
+		cd := document.Parse(path, raw, p.limits.MaxNodes, e.withs, d)
 		switch {
 		case cd == nil:
 		case cd.ID == "":

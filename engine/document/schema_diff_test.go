@@ -12,6 +12,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/internal/doccorpus"
+	_ "github.com/runnerd/lambda-runner/engine/nodes"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -71,7 +72,7 @@ func dsCompare(t testing.TB, raw []byte) (agree bool, lib, own document.Outcome,
 			t.Fatalf("validation error %T: %v", verr, verr)
 		}
 	}
-	own = document.OwnReport("workflow", doc, engine.WithSpecs())
+	own = document.OwnReport("workflow", doc, engine.New(engine.Limits{}).WithSpecs())
 	agree = slices.Equal(lib.Details, own.Details) && slices.Equal(lib.Covered, own.Covered)
 	return agree, lib, own, true
 }
@@ -146,7 +147,7 @@ func TestDocSchemaCatchesDisagreement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := document.OwnReport("workflow", valid, engine.WithSpecs())
+	other := document.OwnReport("workflow", valid, engine.New(engine.Limits{}).WithSpecs())
 	if slices.Equal(other.Details, lib.Details) {
 		t.Fatal("a valid document's report equals an invalid one's")
 	}

@@ -78,6 +78,16 @@ type Type struct {
 // Withs are the With of each node type, by type.
 type Withs map[string]*With
 
+// Member types that many withs share.
+var (
+	AnyValue         = Type{Kind: Any}
+	Text             = Type{Kind: String}
+	Name             = Type{Kind: String, MinLength: 1} // a non-empty string
+	Names            = Type{Kind: Array, Items: &Name}
+	IntOrTemplate    = Type{Kind: Integer, Template: true, Def: "intOrTemplate"}
+	ObjectOrTemplate = Type{Kind: Object, Template: true}
+)
+
 // with checks a node's with against w.
 func (c *docChecker) with(w *With, v any) {
 	c.fields(v, w.Fields)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,14 @@ const (
 // steps[] lists the tool calls in order, each {tool: "toolset/tool" (the
 // model's own name for an unknown tool), arguments, isError, denied?}.
 type agentKind struct{}
+
+var agentWith = document.With{Required: true, Doc: "A model that calls tools until it answers.", Fields: append(slices.Clip(modelFields),
+	document.Field{Name: "toolsets", Type: document.Names, Doc: "The toolsets it may use, in runtime.toolsets."},
+	document.Field{Name: "tools", Type: document.Names, Doc: "The tools it may use (toolset.tool)."},
+	document.Field{Name: "maxSteps", Type: document.IntOrTemplate, Doc: "The most model calls it makes."},
+)}
+
+func (agentKind) With() *document.With { return &agentWith }
 
 func (agentKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With()

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -27,6 +28,13 @@ import (
 // side effect and asks no permission; it never sees secrets (with.input
 // cannot name them).
 type codeKind struct{}
+
+var codeWith = document.With{Required: true, Doc: "JavaScript run in the sandbox.", Fields: []document.Field{
+	{Name: "code", Type: document.Text, Required: true, Literal: true, Doc: "The body of a JavaScript function of one argument, input; its return value (JSON) is the node's output. Taken as written, never templated."},
+	{Name: "input", Type: document.AnyValue, Doc: "The function's argument, templated."},
+}}
+
+func (codeKind) With() *document.With { return &codeWith }
 
 // Pure: what a code node's Prepare reads is its with and the engine's
 // sandbox.

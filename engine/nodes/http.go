@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/lang"
@@ -40,6 +41,19 @@ import (
 // 400 or more fails the node with HTTP_ERROR unless failOnStatus is false;
 // egress refusals are HTTP_BLOCKED and transport failures HTTP_ERROR.
 type httpKind struct{}
+
+var httpWith = document.With{Required: true, Doc: "One HTTP request.", Fields: []document.Field{
+	{Name: "method", Type: document.Text, Default: `"GET"`, Doc: "The request's method."},
+	{Name: "url", Type: document.Name, Required: true, Doc: "The URL; a secret may not reach it, not even its path."},
+	{Name: "query", Type: document.ObjectOrTemplate, Secrets: true, Doc: "The URL's query parameters."},
+	{Name: "headers", Type: document.Type{Kind: document.Object, Values: &document.Text, Template: true}, Secrets: true, Doc: "The request's headers."},
+	{Name: "body", Type: document.AnyValue, Secrets: true, Doc: "The request's body."},
+	{Name: "timeoutMs", Type: document.IntOrTemplate, Doc: "How long the request may take."},
+	{Name: "responseType", Type: document.Type{Kind: document.Enum, Enum: []string{"json", "text", "auto"}}, Default: `"auto"`, Doc: "How the response's body is read."},
+	{Name: "failOnStatus", Type: document.Type{Kind: document.Boolean}, Doc: "Fail on a status of 400 or more."},
+}}
+
+func (httpKind) With() *document.With { return &httpWith }
 
 type httpStep struct {
 	url, query, headers, body lang.Template

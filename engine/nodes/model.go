@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/schema"
@@ -24,6 +26,28 @@ import (
 // reply that is not JSON or does not match fails the node with MODEL_ERROR.
 // json: true asks for any JSON value; json: false is the same as no json.
 type modelKind struct{}
+
+// messageType is one message of a conversation (with.messages).
+var messageType = document.Type{Kind: document.Object, Fields: []document.Field{
+	{Name: "role", Type: document.Type{Kind: document.Enum, Enum: []string{"user", "assistant"}}, Required: true, Doc: "Who said it."},
+	{Name: "content", Type: document.Text, Required: true, Doc: "What was said."},
+}}
+
+// modelFields are the members model and agent nodes share.
+var modelFields = []document.Field{
+	{Name: "role", Type: document.Name, Doc: "The model role, in runtime.models."},
+	{Name: "system", Type: document.Text, Doc: "The system prompt."},
+	{Name: "prompt", Type: document.Text, Doc: "The user prompt."},
+	{Name: "messages", Type: document.Type{Kind: document.Array, Items: &messageType, Template: true, TemplateFirst: true, Def: "messages"}, Doc: "The conversation so far."},
+	{Name: "temperature", Type: document.Type{Kind: document.Number, Template: true, Def: "numberOrTemplate"}, Doc: "The sampling temperature."},
+	{Name: "maxTokens", Type: document.IntOrTemplate, Doc: "The most tokens the reply may have."},
+}
+
+var modelWith = document.With{Required: true, Doc: "One call to a model.", Fields: append(slices.Clip(modelFields),
+	document.Field{Name: "json", Type: document.Type{Kind: document.ObjectOrBool}, Literal: true, Doc: "JSON Schema the reply must satisfy; the reply is parsed into output.json."},
+)}
+
+func (modelKind) With() *document.With { return &modelWith }
 
 type modelStep struct {
 	schema    *schema.Schema  // nil without with.json

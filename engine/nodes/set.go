@@ -4,10 +4,17 @@ import (
 	"context"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/document"
 )
 
 // setKind outputs with.value.
 type setKind struct{}
+
+var setWith = document.With{Doc: "The value the node outputs.", Fields: []document.Field{
+	{Name: "value", Type: document.AnyValue, Doc: "The node's output; templates in it are evaluated."},
+}}
+
+func (setKind) With() *document.With { return &setWith }
 
 // Pure: a set node reads nothing but its with.
 func (setKind) Pure() bool { return true }

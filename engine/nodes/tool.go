@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -21,6 +22,14 @@ import (
 // nodes.<id>.error like any failure. A toolset timeout is TIMEOUT; every
 // other toolset failure is TOOL_ERROR.
 type toolKind struct{}
+
+var toolWith = document.With{Required: true, Doc: "One call to a tool.", Fields: []document.Field{
+	{Name: "toolset", Type: document.Name, Required: true, Doc: "The toolset, in runtime.toolsets."},
+	{Name: "tool", Type: document.Name, Required: true, Doc: "The tool's name."},
+	{Name: "arguments", Type: document.ObjectOrTemplate, Doc: "The tool's arguments."},
+}}
+
+func (toolKind) With() *document.With { return &toolWith }
 
 func (toolKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With()

@@ -1,5 +1,6 @@
 // Command schemagen writes the with of each node type into
-// docs/workflow.schema.json from the node types' specs (engine.WithSpecs):
+// docs/workflow.schema.json from the specs of the node types an engine registers (Engine.WithSpecs,
+// engine/nodes and the engine's own map and workflow), in the order of their names:
 // the node schema's if/then rows, which pick each type's with and say
 // whether it is required, and the with.* definitions. The rest of the
 // file is kept as written. Run by go generate in docs/; the test fails
@@ -11,12 +12,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/document"
+	_ "github.com/runnerd/lambda-runner/engine/nodes"
 )
 
 func main() {
@@ -26,7 +30,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := generate(old, engine.WithKinds(), engine.WithSpecs())
+	out, err := generate(old, specs())
 	if err != nil {
 		log.Fatalf("%s: %v", file, err)
 	}
@@ -37,6 +41,9 @@ func main() {
 	}
 }
 
+// specs returns the with of every built-in node type.
+func specs() document.Withs { return engine.New(engine.Limits{}).WithSpecs() }
+
 // The generated parts of the schema, found by these lines.
 const (
 	allOfStart = "      \"allOf\": [\n"
@@ -46,8 +53,9 @@ const (
 )
 
 // generate returns schema with its generated parts written from withs,
-// in the order of kinds.
-func generate(schema []byte, kinds []string, withs document.Withs) ([]byte, error) {
+// in the order of their node types' names.
+func generate(schema []byte, withs document.Withs) ([]byte, error) {
+	kinds := slices.Sorted(maps.Keys(withs))
 	s := string(schema)
 	i := strings.Index(s, allOfStart)
 	if i < 0 {

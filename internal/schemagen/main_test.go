@@ -6,21 +6,20 @@ import (
 	"testing"
 
 	"github.com/runnerd/lambda-runner/docs"
-	"github.com/runnerd/lambda-runner/engine"
 )
 
 // TestSchemaIsGenerated fails when docs/workflow.schema.json is not what
 // go generate writes from the node types' specs: run go generate ./...
 func TestSchemaIsGenerated(t *testing.T) {
-	got, err := generate(docs.WorkflowSchema, engine.WithKinds(), engine.WithSpecs())
+	got, err := generate(docs.WorkflowSchema, specs())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, docs.WorkflowSchema) {
-		t.Fatal("docs/workflow.schema.json differs from the node types' specs (engine/with_specs.go): run go generate ./...")
+		t.Fatal("docs/workflow.schema.json differs from the node types' specs (each kind's With): run go generate ./...")
 	}
 	// Generating again changes nothing.
-	again, err := generate(got, engine.WithKinds(), engine.WithSpecs())
+	again, err := generate(got, specs())
 	if err != nil || !bytes.Equal(again, got) {
 		t.Fatalf("a second run changed the schema (%v)", err)
 	}
