@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -205,4 +206,25 @@ func secretsOf(req *protocol.ExecutionRequest) []string {
 		}
 	}
 	return out
+}
+
+// Prepare, stage 5: input. The request's input is decoded and validated
+// against the workflow's input schema, compiled with the document.
+
+// checkInput decodes the execution input and checks it against the
+// workflow's input schema.
+func (p *prep) checkInput(g *graph, raw json.RawMessage) any {
+	var input any
+	if len(raw) > 0 {
+		v, err := decodeJSON(raw)
+		if err != nil {
+			p.d.Addf("input", "malformed JSON: %v", err)
+			return nil
+		}
+		input = v
+	}
+	if g.inputSchema != nil {
+		document.SchemaDetails("input", g.inputSchema, input, p.d, &p.hints)
+	}
+	return input
 }
