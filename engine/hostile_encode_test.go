@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/limits"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -100,7 +101,7 @@ func TestHostileCodeInputEncoding(t *testing.T) {
 			}
 			// Two workers, each under its kernel limit (64 MiB) and what
 			// its runtime starts with.
-			if workers > 2*(DefaultMaxCodeMemory+48<<20) {
+			if workers > 2*(limits.DefaultMaxCodeMemory+48<<20) {
 				t.Errorf("the workers' RSS peaked at %d MiB together", workers>>20)
 			}
 		})

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
 
-	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -252,65 +250,10 @@ func TestTraceTruncation(t *testing.T) {
 	}
 }
 
-// Zero means the default, field by field, and the zero Limits serves.
-func TestLimitsWithDefaults(t *testing.T) {
-	tests := []struct {
-		name string
-		in   Limits
-		want Limits
-	}{
-		{"zero", Limits{}, Limits{MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
-			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExpressions: DefaultMaxExpressions, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 512, MemoryBudget: 128 << 20,
-			MaxCodeBytes: 64 << 10, MaxCodeMemory: 64 << 20, MaxCodeLogBytes: 64 << 10,
-			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
-		{"memory sizes the budget", Limits{MemoryMB: 1024}, Limits{MaxNodes: 10_000, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
-			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExpressions: DefaultMaxExpressions, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 16 << 20, MaxEventBytes: 64 << 10, MaxOutputBytes: 4 << 20, MemoryMB: 1024, MemoryBudget: 256 << 20,
-			MaxCodeBytes: 64 << 10, MaxCodeMemory: 64 << 20, MaxCodeLogBytes: 64 << 10,
-			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
-		{"a small budget caps the output and expression memory", Limits{MemoryBudget: 65536, MaxNodes: 3}, Limits{MaxNodes: 3, MaxConcurrency: 16, MaxMapItems: 10_000, MaxChildDepth: 8,
-			MaxDepth: 128, MaxSchemaDepth: 32, MaxSchemaBytes: 256 << 10, MaxExpressions: DefaultMaxExpressions, MaxExprSteps: DefaultMaxExprSteps, MaxExprMemory: 65536, MaxEventBytes: 64 << 10, MaxOutputBytes: 65536, MemoryMB: 512, MemoryBudget: 65536,
-			MaxCodeBytes: 64 << 10, MaxCodeMemory: 64 << 20, MaxCodeLogBytes: 64 << 10,
-			MaxDuration: 15 * time.Minute, Reserve: 500 * time.Millisecond}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.in.WithDefaults(); got != tt.want {
-				t.Errorf("WithDefaults:\n got %+v\nwant %+v", got, tt.want)
-			}
-		})
-	}
-	if got := (Limits{MaxChildDepth: -1}).WithDefaults().MaxChildDepth; got != 0 {
-		t.Errorf("a negative MaxChildDepth gives %d, want 0 (no child workflows)", got)
-	}
-	if DefaultLimits() != (Limits{}).WithDefaults() {
-		t.Error("DefaultLimits differs from the zero Limits with defaults")
-	}
-	// An engine built with no limits runs a workflow (it used to refuse
-	// every one as over maxNodes (0)).
+// An engine built with no limits runs a workflow (it used to refuse
+// every one as over maxNodes (0)).
+func TestLimitsZeroRuns(t *testing.T) {
 	e := New(Limits{})
 	req := wtReq(t, `{"nodes":[{"id":"n","type":"set","with":{"value":1}}]}`, "")
 	wtSameJSON(t, "result", wtRun(t, nil, e, req).result(t).Output, `{"n":1}`)
-}
-
-// TestReads: the caps on what an execution reads follow the output cap
-// and the memory budget.
-func TestReads(t *testing.T) {
-	tests := []struct {
-		name string
-		l    Limits
-		want ReadCaps
-	}{
-		{name: "defaults (512 MB)", want: ReadCaps{Reply: 4<<20 + 64<<10, ToolList: 4<<20 + 64<<10, ToolListPages: 100, Conversation: 16 << 20, InFlight: 64 << 20}},
-		// In flight, one model reply of Reply bytes can still be decoded.
-		{name: "a small budget caps the conversation", l: Limits{MemoryBudget: 32 << 20},
-			want: ReadCaps{Reply: 4<<20 + 64<<10, ToolList: 4<<20 + 64<<10, ToolListPages: 100, Conversation: 8 << 20,
-				InFlight: models.MaxReplyCostPerByte * (4<<20 + 64<<10)}},
-		{name: "a small output cap", l: Limits{MaxOutputBytes: 1 << 20},
-			want: ReadCaps{Reply: 1<<20 + 64<<10, ToolList: 1<<20 + 64<<10, ToolListPages: 100, Conversation: 4 << 20, InFlight: 64 << 20}},
-	}
-	for _, tt := range tests {
-		if got := tt.l.Reads(); got != tt.want {
-			t.Errorf("%s: Reads() = %+v, want %+v", tt.name, got, tt.want)
-		}
-	}
 }

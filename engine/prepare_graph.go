@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/dag"
 	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/schema"
@@ -29,7 +29,7 @@ type graph struct {
 	whole       sight // every node of the graph: its output's sight
 	sinks       []int
 	inputSchema *schema.Schema
-	reach       []bitset // see reachable
+	reach       []dag.Set // see reachable
 	reachOnce   sync.Once
 }
 
@@ -112,8 +112,8 @@ func (p *prep) buildGraph(path string, docs []document.Node) *graph {
 	}
 	// A need that names no node is reported and left out: the rest of the
 	// graph is still checked.
-	if cycle := findCycle(g); cycle != nil {
-		p.d.Addf(g.nodes[cycle[0]].path+".needs", "cycle: %s", cyclePath(g, cycle))
+	if cycle := dag.Cycle(g); cycle != nil {
+		p.d.Addf(g.nodes[cycle[0]].path+".needs", "cycle: %s", dag.CyclePath(cycle, func(i int) string { return g.nodes[i].id }))
 		return nil
 	}
 	// Each node's dependents are a segment of one array, in node order.
@@ -183,7 +183,7 @@ func (g *graph) upstream(i int, id string) bool {
 	if !ok {
 		return false
 	}
-	return slices.Contains(g.nodes[i].needs, target) || g.reachable()[i].has(target)
+	return slices.Contains(g.nodes[i].needs, target) || g.reachable()[i].Has(target)
 }
 
 // reachable returns, for every node, the set of its transitive needs. It is
@@ -192,61 +192,16 @@ func (g *graph) upstream(i int, id string) bool {
 // is a lookup: a search per question made a chain that reads nodes
 // dynamically O(n³). Most graphs never need it: a reference to a direct
 // need is answered from the needs (upstream).
-func (g *graph) reachable() []bitset {
-	g.reachOnce.Do(g.computeReach)
+func (g *graph) reachable() []dag.Set {
+	g.reachOnce.Do(func() { g.reach = dag.Reach(g) })
 	return g.reach
 }
 
-func (g *graph) computeReach() {
-	n := len(g.nodes)
-	words := (n + 63) / 64
-	backing := make([]uint64, n*words)
-	reach := make([]bitset, n)
-	done := make([]bool, n)
-	var stack []int
-	for start := range g.nodes {
-		if done[start] {
-			continue
-		}
-		stack = append(stack[:0], start)
-		for len(stack) > 0 {
-			i := stack[len(stack)-1]
-			if done[i] {
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			pending := false
-			for _, k := range g.nodes[i].needs {
-				if !done[k] {
-					stack = append(stack, k)
-					pending = true
-				}
-			}
-			if pending {
-				continue
-			}
-			r := bitset(backing[i*words : (i+1)*words])
-			for _, k := range g.nodes[i].needs {
-				r.set(k)
-				r.or(reach[k])
-			}
-			reach[i], done[i] = r, true
-			stack = stack[:len(stack)-1]
-		}
-	}
-	g.reach = reach
-}
+// Len is the number of g's nodes: with Needs, g is a dag.Graph.
+func (g *graph) Len() int { return len(g.nodes) }
 
-// bitset is a set of node indexes.
-type bitset []uint64
-
-func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
-func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
-func (b bitset) or(o bitset) {
-	for w := range b {
-		b[w] |= o[w]
-	}
-}
+// Needs returns the indexes of the nodes node i needs.
+func (g *graph) Needs(i int) []int { return g.nodes[i].needs }
 
 // sight is what the expressions of a node may read of nodes, by a computed
 // id or whole: the upstream nodes of its graph (every node of it, for the
@@ -282,14 +237,14 @@ func (s *sight) Ancestors() []string {
 		return nil
 	}
 	var ids []string
-	var r bitset // nil: all of them
+	var r dag.Set // nil: all of them
 	if s.i >= 0 {
 		r = s.g.reachable()[s.i]
 	} else {
 		ids = make([]string, 0, len(s.g.nodes))
 	}
 	for k, n := range s.g.nodes {
-		if r == nil || r.has(k) {
+		if r == nil || r.Has(k) {
 			ids = append(ids, n.id)
 		}
 	}
@@ -301,54 +256,6 @@ func (s *sight) Ancestors() []string {
 		}
 	}
 	return ids
-}
-
-// findCycle returns the nodes of one cycle, in need order, or nil.
-func findCycle(g *graph) []int {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := make([]int, len(g.nodes))
-	var stack []int
-	var found []int
-	var visit func(i int) bool
-	visit = func(i int) bool {
-		color[i] = grey
-		stack = append(stack, i)
-		for _, k := range g.nodes[i].needs {
-			switch color[k] {
-			case grey:
-				at := slices.Index(stack, k)
-				found = slices.Clone(stack[at:])
-				return true
-			case white:
-				if visit(k) {
-					return true
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[i] = black
-		return false
-	}
-	for i := range g.nodes {
-		if color[i] == white && visit(i) {
-			return found
-		}
-	}
-	return nil
-}
-
-// cyclePath renders a cycle as "a → b → c → a" in needs direction.
-func cyclePath(g *graph, cycle []int) string {
-	names := make([]string, 0, len(cycle)+1)
-	for _, i := range cycle {
-		names = append(names, g.nodes[i].id)
-	}
-	names = append(names, g.nodes[cycle[0]].id)
-	return strings.Join(names, " needs ")
 }
 
 // normalizeRetry returns the policy in force. Absent fields were already

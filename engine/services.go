@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/engine/limits"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/engine/secrets"
@@ -194,7 +195,7 @@ type runServices struct {
 	http    *egress.Client
 	// reads are the caps on what the execution reads from outside, and
 	// inFlight bounds the replies being read at once.
-	reads    ReadCaps
+	reads    limits.ReadCaps
 	inFlight *egress.ReadLimit
 }
 

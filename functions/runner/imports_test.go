@@ -111,6 +111,15 @@ func TestImportDirection(t *testing.T) {
 				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
 					!strings.HasPrefix(d, mod+"engine/lang") && !strings.HasPrefix(d, mod+"engine/schema")
 			})
+		case pkg == "engine/dag":
+			forbid("the graph algorithms use the standard library only", func(d string) bool {
+				return strings.Contains(strings.Split(d, "/")[0], ".")
+			})
+		case pkg == "engine/limits":
+			forbid("the limits sit below the engine: they read two constants of engine/models and engine/sandbox", func(d string) bool {
+				return d == mod+"engine" || strings.HasPrefix(d, mod+"functions") || strings.HasPrefix(d, mod+"infra/") ||
+					d == mod+"engine/nodes" || d == mod+"engine/document"
+			})
 		case path.Dir(pkg) == "engine" || pkg == "engine":
 			forbid("the engine sits below functions and infra", func(d string) bool {
 				return strings.HasPrefix(d, mod+"functions") || strings.HasPrefix(d, mod+"infra/")
