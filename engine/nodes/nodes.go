@@ -17,7 +17,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine"
@@ -76,18 +75,6 @@ func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-// joinQuoted lists names for a message, each quoted.
-func joinQuoted(names []string) string {
-	var b strings.Builder
-	for i, n := range names {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(n))
-	}
-	return b.String()
 }
 
 // maxMessage bounds the part of an error message that a server wrote: a
