@@ -111,6 +111,11 @@ func TestImportDirection(t *testing.T) {
 				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
 					!strings.HasPrefix(d, mod+"engine/lang") && !strings.HasPrefix(d, mod+"engine/schema")
 			})
+		case pkg == "engine/batch":
+			forbid("the wire of a distributed map sits below the engine: it imports protocol and engine/secrets (with its engine/lang) only", func(d string) bool {
+				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
+					d != mod+"engine/secrets" && !strings.HasPrefix(d, mod+"engine/lang")
+			})
 		case path.Dir(pkg) == "engine" || pkg == "engine":
 			forbid("the engine sits below functions and infra", func(d string) bool {
 				return strings.HasPrefix(d, mod+"functions") || strings.HasPrefix(d, mod+"infra/")
