@@ -2,15 +2,14 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
+	"github.com/runnerd/lambda-runner/engine/batch"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/secrets"
@@ -22,7 +21,7 @@ import (
 // the map's items are cut into batches, each batch runs in another
 // invocation of this function through Services.FanOut, and the children's
 // events come back through the parent's own sink. batch.go is the child's
-// side; both share the event and the end line defined there.
+// side; both share the event and the lines of engine/batch.
 
 // FanOut starts child invocations of this function for the batches of a
 // distributed map. engine/fanout's Client is one (Lambda's
@@ -34,10 +33,6 @@ type FanOut interface {
 	// stream. An invocation that is throttled is retried until ctx ends.
 	Invoke(ctx context.Context, payload []byte) (io.ReadCloser, error)
 }
-
-// MaxBatchPayloadBytes bounds the event of one child invocation: Lambda's
-// invoke payload limit (6 MB) less room for the request's own framing.
-const MaxBatchPayloadBytes = 6<<20 - 64<<10
 
 // distribution is a map's with.distribute, checked at Prepare.
 type distribution struct {
@@ -100,40 +95,6 @@ func prepareDistribute(c *Compiler) *distribution {
 	return d
 }
 
-// batch is a run of consecutive items sent to one child: n items from
-// start, size bytes of JSON with their commas.
-type batch struct {
-	start, n int
-	size     int64
-}
-
-// batches cuts items, of the JSON sizes given, into batches of at most
-// size items that fit in room bytes. An item alone over room is an error
-// naming it.
-func batches(sizes []int64, size int, room int64) ([]batch, error) {
-	var out []batch
-	cur := batch{}
-	for i, s := range sizes {
-		n := s + 1 // and its comma
-		if n > room {
-			return nil, Errorf(protocol.CodeLimitExceeded, "item %d is %d bytes encoded, over what one child invocation's event can carry (%d bytes with the request)", i, s, room)
-		}
-		if cur.n > 0 && (cur.n == size || cur.size+n > room) {
-			out = append(out, cur)
-			cur = batch{}
-		}
-		if cur.n == 0 {
-			cur.start = i
-		}
-		cur.n++
-		cur.size += n
-	}
-	if cur.n > 0 {
-		out = append(out, cur)
-	}
-	return out, nil
-}
-
 // distribute runs the map's items in child invocations and returns their
 // outputs in item order, failing as the in-process map would.
 func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc int) ([]any, error) {
@@ -151,8 +112,8 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	// that ends it earlier is sent apart, so that a child fails its
 	// iterations TIMEOUT as the map in process does, not DEADLINE_EXCEEDED.
 	deadline, _ := ctx.Deadline()
-	head := batchDoc{
-		Version: batchVersion, ExecutionID: r.id, Request: r.x.body, Node: call.n.id,
+	head := batch.Doc{
+		Version: batch.Version, ExecutionID: r.id, Request: r.x.body, Node: call.n.id,
 		Concurrency: conc, Scope: scope, DeadlineMs: deadline.UnixMilli(),
 	}
 	if !r.deadline.IsZero() && deadline.Before(r.deadline) {
@@ -160,16 +121,16 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	}
 	// The event's fields but a batch's own, encoded once for every batch
 	// (batchPayload).
-	common, err := encodeBatchHead(&head)
+	common, err := batch.EncodeHead(&head)
 	if err != nil {
 		return nil, Errorf(protocol.CodeFailed, "batch event: %v", err)
 	}
-	room := int64(MaxBatchPayloadBytes - len(common) - batchTailBytes)
+	room := int64(batch.MaxPayloadBytes - len(common) - batch.TailBytes)
 	if len(r.x.secretValues) > 0 {
 		room -= secrets.LearnedDocBytes // what the redactor learned rides along
 	}
 	if room <= 0 {
-		return nil, Errorf(protocol.CodeLimitExceeded, "the request and the outer nodes' outputs take %d bytes, over what one child invocation's event can carry (%d bytes)", len(common), MaxBatchPayloadBytes)
+		return nil, Errorf(protocol.CodeLimitExceeded, "the request and the outer nodes' outputs take %d bytes, over what one child invocation's event can carry (%d bytes)", len(common), batch.MaxPayloadBytes)
 	}
 	// Each item is sized as it will be written, never encoded here: a
 	// batch's items are encoded into its event when it is sent, charged
@@ -194,9 +155,9 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	if size == 0 {
 		size = (len(items) + inv - 1) / inv
 	}
-	bs, err := batches(sizes, max(1, size), room)
+	bs, err := batch.Pack(sizes, max(1, size), room)
 	if err != nil {
-		return nil, err
+		return nil, &NodeError{Code: protocol.CodeLimitExceeded, Message: err.Error()}
 	}
 
 	d := newDispatch(ctx)
@@ -231,7 +192,7 @@ loop:
 			<-slots
 			break
 		}
-		count := &batchCount{items: int64(b.n)}
+		count := &batchCount{items: int64(b.N)}
 		for {
 			d.mu.Lock()
 			busy := inFlight
@@ -242,7 +203,7 @@ loop:
 			if busy == 0 {
 				d.mu.Lock()
 				if d.first == nil {
-					d.first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.start, b.start+b.n-1)
+					d.first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.Start, b.Start+b.N-1)
 				}
 				d.mu.Unlock()
 				<-all
@@ -259,21 +220,22 @@ loop:
 		}
 		remaining -= count.items
 		doc := head
-		doc.Start = b.start
+		doc.Start = b.Start
 		doc.MaxNodes = count.allowance
-		part := items[b.start : b.start+b.n]
-		bsize := b.size
+		part := items[b.Start : b.Start+b.N]
+		bsize := b.Size
 		d.mu.Lock()
 		inFlight++
 		d.mu.Unlock()
+		var share *secrets.Share // the share lent, until the batch ends
 		if len(r.x.secretValues) > 0 {
-			doc.Learned, doc.LearnCaps, doc.share = r.x.redact.Lend(learnSlots(slots, all, len(bs)-k))
+			doc.Learned, doc.LearnCaps, share = r.x.redact.Lend(learnSlots(slots, all, len(bs)-k))
 		}
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
 			defer func() { <-all; <-slots }()
-			vals, err := s.runBatch(ctx, call, fo, &doc, batchItems{common: common, items: part, size: bsize}, count)
+			vals, err := s.runBatch(ctx, call, fo, &doc, share, batchItems{common: common, items: part, size: bsize}, count)
 			r.settleNodes(count)
 			d.mu.Lock()
 			defer d.mu.Unlock()
@@ -310,13 +272,13 @@ func (r *run) fanOutSlots() chan struct{} {
 // outerStates returns the states of the top-level nodes the map may read
 // (its ancestors that have ended), as a batch carries them, with what
 // their outputs' JSON holds of the memory budget until the map ends.
-func outerStates(ctx context.Context, call *Call) (map[string]batchState, heldBytes, error) {
+func outerStates(ctx context.Context, call *Call) (map[string]batch.State, heldBytes, error) {
 	g := call.gr.g
 	i, ok := g.index[call.n.id]
 	if !ok {
 		return nil, nil, nil
 	}
-	out := map[string]batchState{}
+	out := map[string]batch.State{}
 	var held heldBytes
 	top := sight{g: g, i: i} // a distributed map is a top-level node
 	for _, id := range top.Ancestors() {
@@ -325,9 +287,9 @@ func outerStates(ctx context.Context, call *Call) (map[string]batchState, heldBy
 		if st.status == "" || k == i {
 			continue
 		}
-		bs := batchState{Status: st.status}
+		bs := batch.State{Status: st.status}
 		if st.output != nil {
-			a, err := call.r.encodeAuthor(ctx, "the output of node "+id+", which the batches carry", st.output, MaxBatchPayloadBytes)
+			a, err := call.r.encodeAuthor(ctx, "the output of node "+id+", which the batches carry", st.output, batch.MaxPayloadBytes)
 			if err != nil {
 				return nil, held, err
 			}
@@ -352,7 +314,7 @@ func (h heldBytes) release() {
 }
 
 // batchItems are a batch's items, to be encoded into its event: common is
-// the event's encoding without the batch's own fields (encodeBatchHead),
+// the event's encoding without the batch's own fields (batch.EncodeHead),
 // size the items' JSON with their commas.
 type batchItems struct {
 	common []byte
@@ -360,51 +322,20 @@ type batchItems struct {
 	size   int64
 }
 
-// batchOwn are the fields of batchDoc each batch has of its own, which
-// batchPayload writes after the common ones.
-type batchOwn struct {
-	Start     int              `json:"start,omitempty"`
-	MaxNodes  int64            `json:"maxNodes"`
-	Learned   *secrets.Learned `json:"learned,omitempty"`
-	LearnCaps *secrets.Caps    `json:"learnCaps,omitempty"`
-}
-
-// batchTailBytes is room for a batch's own fields but its items and what
-// it learned: start, maxNodes and the syntax around them.
-const batchTailBytes = 128
-
-// encodeBatchHead encodes the event of a batch without its own fields
-// (start, maxNodes, learned, items: all omitted when empty), HTML
-// escaping off.
-func encodeBatchHead(head *batchDoc) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(batchEvent{Batch: head}); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // batchPayload is doc's event: the common part, the batch's own fields
 // and its items, sized before and charged to the memory budget while the
 // caller holds it, each item encoded once into it (appendJSON).
-func (r *run) batchPayload(ctx context.Context, what string, doc *batchDoc, b batchItems) (*authorBytes, error) {
-	own, err := json.Marshal(batchOwn{Start: doc.Start, MaxNodes: doc.MaxNodes, Learned: doc.Learned, LearnCaps: doc.LearnCaps})
+func (r *run) batchPayload(ctx context.Context, what string, doc *batch.Doc, b batchItems) (*authorBytes, error) {
+	own, err := batch.EncodeOwn(doc)
 	if err != nil {
 		return nil, Errorf(protocol.CodeFailed, "%s: encoding its event: %v", what, err)
 	}
-	// common is {"runnerFanOutBatch":{...}}, own is {...}: the event is
-	// common's members, own's, then the items, closed twice.
-	const items, end = `,"items":[`, "]}}"
-	n := int64(len(b.common)-2+1+len(own)-2+len(items)+len(end)) + b.size
+	n := batch.PayloadBytes(b.common, own, b.size)
 	a, err := r.chargeAuthor(what+"'s event", n)
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, n)
-	buf = append(append(buf, b.common[:len(b.common)-2]...), ',')
-	buf = append(append(buf, own[1:len(own)-1]...), items...)
+	buf := batch.AppendHead(make([]byte, 0, n), b.common, own)
 	for i, it := range b.items {
 		if i > 0 {
 			buf = append(buf, ',')
@@ -414,15 +345,15 @@ func (r *run) batchPayload(ctx context.Context, what string, doc *batchDoc, b ba
 			return nil, encodeError(fmt.Sprintf("%s: item %d", what, doc.Start+i), err)
 		}
 	}
-	a.B = append(buf, end...)
+	a.B = batch.AppendTail(buf)
 	return a, nil
 }
 
 // runBatch runs one batch in a child invocation and forwards its events.
 // It returns the batch's outputs, or the failure that ends the map.
-func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batchDoc, items batchItems, count *batchCount) ([]any, error) {
+func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batch.Doc, share *secrets.Share, items batchItems, count *batchCount) ([]any, error) {
 	r := call.r
-	defer r.x.redact.Release(doc.share)
+	defer r.x.redact.Release(share)
 	last := doc.Start + len(items.items) - 1
 	what := fmt.Sprintf("batch of items %d to %d", doc.Start, last)
 	payload, err := r.batchPayload(ctx, what, doc, items)
@@ -441,7 +372,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation failed: %s", what, r.x.redact.String(err.Error()))
 	}
 	defer rc.Close()
-	end, held, err := r.forward(ctx, call.ID+"[", rc, count, doc.share)
+	end, held, err := r.forward(ctx, call.ID+"[", rc, count, share)
 	defer func() { r.budget.Add(-held) }()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -455,7 +386,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 	}
 	count.ended, count.reported = true, end.Nodes
 	if end.Learned != nil {
-		if err := r.x.redact.Absorb(*end.Learned, doc.share); err != nil {
+		if err := r.x.redact.Absorb(*end.Learned, share); err != nil {
 			return nil, codedError(err)
 		}
 	}
@@ -525,7 +456,7 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 // batch's outputs, up to the child's own budget. The end is returned with
 // what is still charged for it (the line and the outputs' copies), which the
 // caller releases once it has charged the decoded outputs.
-func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount, share *secrets.Share) (*batchEnd, int64, error) {
+func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount, share *secrets.Share) (*batch.End, int64, error) {
 	br := bufio.NewReaderSize(rc, 64<<10)
 	l := r.x.limits
 	// A line carries one event (bounded by maxEventBytes in the child) or
@@ -540,7 +471,7 @@ func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *b
 		}
 		return nil
 	}
-	fail := func(err error) (*batchEnd, int64, error) {
+	fail := func(err error) (*batch.End, int64, error) {
 		r.budget.Add(-held)
 		return nil, 0, err
 	}
@@ -568,7 +499,7 @@ func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *b
 			}
 			return fail(err)
 		}
-		if isEndLine(line) {
+		if batch.IsEndLine(line) {
 			// Decoding the end copies its outputs: charged first.
 			if err := charge(int64(len(line))); err != nil {
 				return fail(err)
@@ -585,16 +516,10 @@ func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *b
 	}
 }
 
-// isEndLine tells a child's end line from its events, which the child
-// writes with the type first.
-func isEndLine(line []byte) bool {
-	return bytes.Contains(line[:min(len(line), 64)], []byte(`"type":"`+batchEndType+`"`))
-}
-
 // forwardLine emits one event line of a child, or returns its end. A
 // private line (what the child's redactor learned) is learned, never
 // emitted.
-func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *secrets.Share) (*batchEnd, error) {
+func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *secrets.Share) (*batch.End, error) {
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -603,13 +528,13 @@ func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *
 	}
 	var ev protocol.Event
 	switch head.Type {
-	case batchEndType:
-		var end batchEnd
-		if err := json.Unmarshal(line, &end); err != nil {
+	case batch.EndType:
+		end, err := batch.DecodeEnd(line)
+		if err != nil {
 			return nil, fmt.Errorf("the child's end line: %w", err)
 		}
-		return &end, nil
-	case batchLearnedType:
+		return end, nil
+	case batch.LearnedType:
 		return nil, r.learnFromBatch(line, share)
 	case protocol.TypeNodeStarted, protocol.TypeNodeCompleted, protocol.TypeNodeFailed,
 		protocol.TypeNodeSuspended, protocol.TypePermissionDecision:
@@ -668,7 +593,3 @@ func (r *run) reredact(b json.RawMessage) json.RawMessage {
 	}
 	return out
 }
-
-// batchDeadline is the deadline a child runs to: the parent's execution
-// deadline, so that the parent still has its reserve to end the stream.
-func batchDeadline(ms int64) time.Time { return time.UnixMilli(ms) }

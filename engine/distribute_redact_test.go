@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/runnerd/lambda-runner/engine/batch"
 	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -144,7 +145,7 @@ func (tw *teeWriter) Write(p []byte) (int, error) {
 	tw.f.mu.Lock()
 	tw.f.raw.Write(p)
 	tw.f.mu.Unlock()
-	if bytes.Contains(p, []byte(`"type":"`+batchLearnedType+`"`)) {
+	if bytes.Contains(p, []byte(`"type":"`+batch.LearnedType+`"`)) {
 		tw.f.reported.Store(true)
 	}
 	return tw.w.Write(p)
@@ -192,8 +193,8 @@ func TestDistributeLearnedLinesPrivate(t *testing.T) {
 	tf.mu.Lock()
 	raw := tf.raw.String()
 	tf.mu.Unlock()
-	if !strings.Contains(raw, `"type":"`+batchLearnedType+`"`) {
-		t.Fatalf("no child wrote a %s line:\n%s", batchLearnedType, raw)
+	if !strings.Contains(raw, `"type":"`+batch.LearnedType+`"`) {
+		t.Fatalf("no child wrote a %s line:\n%s", batch.LearnedType, raw)
 	}
 	if n := early.Load(); n > 0 {
 		t.Errorf("%d requests carried the credential before their batch reported it", n)
@@ -204,7 +205,7 @@ func TestDistributeLearnedLinesPrivate(t *testing.T) {
 	// The private line carries the learned value base64-encoded.
 	var forms []string
 	for _, l := range strings.Split(raw, "\n") {
-		if !strings.Contains(l, batchLearnedType) {
+		if !strings.Contains(l, batch.LearnedType) {
 			continue
 		}
 		i := strings.Index(l, `"values":["`)
@@ -218,8 +219,8 @@ func TestDistributeLearnedLinesPrivate(t *testing.T) {
 		t.Fatalf("no learned value in the private lines:\n%s", raw)
 	}
 	for where, text := range map[string]string{"client stream": client.String(), "logs": logText} {
-		if strings.Contains(text, batchLearnedType) {
-			t.Errorf("the %s has a %s line", where, batchLearnedType)
+		if strings.Contains(text, batch.LearnedType) {
+			t.Errorf("the %s has a %s line", where, batch.LearnedType)
 		}
 		if strings.Contains(text, basic) || strings.Contains(text, secret) {
 			t.Errorf("the %s holds the credential", where)
@@ -254,7 +255,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 type failOnLearned struct{ w io.Writer }
 
 func (f failOnLearned) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte(`"type":"`+batchLearnedType+`"`)) {
+	if bytes.Contains(p, []byte(`"type":"`+batch.LearnedType+`"`)) {
 		return 0, io.ErrClosedPipe
 	}
 	return f.w.Write(p)

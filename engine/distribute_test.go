@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/runnerd/lambda-runner/engine/batch"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -30,16 +31,16 @@ type pipeFanOut struct {
 	fail func(n int64) error
 	// batches records the events sent, for tests on batching.
 	mu      sync.Mutex
-	batches []batchDoc
+	batches []batch.Doc
 }
 
 func (p *pipeFanOut) Invoke(ctx context.Context, payload []byte) (io.ReadCloser, error) {
 	n := p.calls.Add(1)
-	var ev batchEvent
+	var ev batch.Event
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return nil, err
 	}
-	if len(payload) > MaxBatchPayloadBytes {
+	if len(payload) > batch.MaxPayloadBytes {
 		return nil, fmt.Errorf("payload of %d bytes over the limit", len(payload))
 	}
 	p.mu.Lock()
@@ -220,29 +221,6 @@ func TestDistributeBatching(t *testing.T) {
 				t.Errorf("batches start at %v, want %v", starts, tt.starts)
 			}
 		})
-	}
-}
-
-// TestBatchesByBytes: a batch never carries more item bytes than fit one
-// event, and an item alone over it is refused naming it.
-func TestBatchesByBytes(t *testing.T) {
-	items := []int64{40, 40, 40, 10, 90, 5}
-	bs, err := batches(items, 10, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, b := range bs {
-		got = append(got, fmt.Sprintf("%d+%d", b.start, b.n))
-	}
-	if want := []string{"0+2", "2+2", "4+2"}; !slices.Equal(got, want) {
-		t.Errorf("batches %v, want %v", got, want)
-	}
-	if bs, _ := batches(items, 1, 1000); len(bs) != len(items) {
-		t.Errorf("batchSize 1: %d batches", len(bs))
-	}
-	if _, err := batches([]int64{5, 200}, 10, 100); err == nil || !strings.Contains(err.Error(), "item 1 is 200 bytes") {
-		t.Errorf("err = %v", err)
 	}
 }
 

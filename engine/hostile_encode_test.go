@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/batch"
 	"github.com/runnerd/lambda-runner/engine/limits"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -199,8 +200,8 @@ func TestHostileDistributeItemEncoding(t *testing.T) {
 	if want := strconv.Itoa(190 * len(s)); string(res.Output) != want {
 		t.Errorf("output %.100s, want %s", res.Output, want)
 	}
-	if largest.Load() > MaxBatchPayloadBytes {
-		t.Errorf("an event of %d bytes, over %d", largest.Load(), MaxBatchPayloadBytes)
+	if largest.Load() > batch.MaxPayloadBytes {
+		t.Errorf("an event of %d bytes, over %d", largest.Load(), batch.MaxPayloadBytes)
 	}
 	if escaped.Load() > 0 {
 		t.Errorf("%d < written as \\u003c in the events", escaped.Load())

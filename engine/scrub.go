@@ -1,34 +1,24 @@
 package engine
 
 import (
-	"encoding/json"
-
+	"github.com/runnerd/lambda-runner/engine/batch"
 	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
-// The engine's side of the secret machinery (engine/secrets): the private
-// line on which a distributed map's child reports what its redactor
-// learned. The machinery's refusals become node errors in codedError.
-
-// batchLearnedType is the private line of a child's stream that reports
-// values its redactor learned. It is never emitted to the parent's sink.
-const batchLearnedType = "batch.learned"
-
-// batchLearned is the private line of a child's stream.
-type batchLearned struct {
-	Type string `json:"type"`
-	secrets.Learned
-}
+// The engine's side of the secret machinery (engine/secrets): what the
+// private line on which a distributed map's child reports what its
+// redactor learned (batch.LearnedType) teaches the parent. The
+// machinery's refusals become node errors in codedError.
 
 // learnFromBatch learns what a child's private line reports. Its text is
 // never shown: an error names the line, not what it holds.
 func (r *run) learnFromBatch(line []byte, sh *secrets.Share) error {
-	var l batchLearned
-	if err := json.Unmarshal(line, &l); err != nil {
-		return Errorf(protocol.CodeInvocationFailed, "the child's stream has a %s line that cannot be read", batchLearnedType)
+	l, err := batch.DecodeLearned(line)
+	if err != nil {
+		return Errorf(protocol.CodeInvocationFailed, "the child's stream has a %s line that cannot be read", batch.LearnedType)
 	}
-	return codedError(r.x.redact.Absorb(l.Learned, sh))
+	return codedError(r.x.redact.Absorb(l, sh))
 }
 
 // learnSlots is how many batches may share what is left of the bounds when

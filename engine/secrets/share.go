@@ -12,11 +12,11 @@ import (
 // the execution's, wherever its nodes run. A distributed map's batches run
 // in other invocations, each with a redactor of its own, so:
 //
-//   - the parent sends what it has learned in each batch's event (the
-//     engine's batchDoc.Learned), and the child knows it before anything
+//   - the parent sends what it has learned in each batch's event
+//     (engine/batch's Doc.Learned), and the child knows it before anything
 //     runs (Scrubber.Adopt);
 //   - the child reports what it learns to the parent as it learns it, on a
-//     private line of its stream (the engine's batchLearnedType) written
+//     private line of its stream (engine/batch's LearnedType) written
 //     before the request that carries the value is sent, and again in its
 //     end line; the parent learns it (Scrubber.Absorb) and passes the line
 //     to no one;

@@ -111,6 +111,11 @@ func TestImportDirection(t *testing.T) {
 				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
 					!strings.HasPrefix(d, mod+"engine/lang") && !strings.HasPrefix(d, mod+"engine/schema")
 			})
+		case pkg == "engine/batch":
+			forbid("the wire of a distributed map sits below the engine: it imports protocol and engine/secrets (with its engine/lang) only", func(d string) bool {
+				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
+					d != mod+"engine/secrets" && !strings.HasPrefix(d, mod+"engine/lang")
+			})
 		case pkg == "engine/dag":
 			forbid("the graph algorithms use the standard library only", func(d string) bool {
 				return strings.Contains(strings.Split(d, "/")[0], ".")
@@ -120,7 +125,7 @@ func TestImportDirection(t *testing.T) {
 				return d == mod+"engine" || strings.HasPrefix(d, mod+"functions") || strings.HasPrefix(d, mod+"infra/") ||
 					d == mod+"engine/nodes" || d == mod+"engine/document"
 			})
-		case slices.Contains([]string{"engine/secrets", "engine/authorjson", "engine/plancache", "engine/batch"}, pkg):
+		case slices.Contains([]string{"engine/secrets", "engine/authorjson", "engine/plancache"}, pkg):
 			// The rooms the engine was taken apart into hold pure parts:
 			// each below the engine and every node kind.
 			forbid("the engine's pure rooms sit below it: they import no engine package but engine/lang and engine/secrets", func(d string) bool {

@@ -39,8 +39,8 @@ import (
 // (logged, exit status 1) when the runtime API fails, and Lambda starts a
 // fresh one.
 //
-// A distributed map's batch (engine.BatchEventField) is answered first, by
-// eng, before any HTTP event kind is considered.
+// A distributed map's batch (an event with engine/batch's EventField) is
+// answered first, by eng, before any HTTP event kind is considered.
 func serveLambda(ctx context.Context, h http.Handler, eng *engine.Engine, cfg config.Config, logger *slog.Logger, tr *telemetry.Tracing) error {
 	inv := lambdaInvoker(h, eng, cfg, logger, tr)
 	logger.Info("serving Lambda invocations", "mode", cfg.LambdaMode, "version", version)
@@ -89,7 +89,7 @@ func (p *present) UnmarshalJSON([]byte) error {
 
 // eventShape holds the fields the HTTP event formats differ by.
 type eventShape struct {
-	// Batch is engine.BatchEventField: only an invocation of the function
+	// Batch is batch.EventField: only an invocation of the function
 	// itself (lambda:InvokeFunction, IAM) can send it; the HTTP events'
 	// shapes are AWS's, with the request's body inside as a string.
 	Batch          present `json:"runnerFanOutBatch"`

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/runnerd/lambda-runner/engine"
+	"github.com/runnerd/lambda-runner/engine/batch"
 	"github.com/runnerd/lambda-runner/functions"
 	"github.com/runnerd/lambda-runner/infra/config"
 	"github.com/runnerd/lambda-runner/infra/urlfront"
@@ -131,9 +132,9 @@ func TestEventKind(t *testing.T) {
 		{"REST API, auto", rest, config.LambdaModeAuto, kindV1},
 		{"REST API is never streamed", rest, config.LambdaModeStream, kindV1},
 		{"HTTP API payload 1.0", v1Payload, config.LambdaModeAuto, kindV1},
-		{"a distributed map's batch", []byte(`{"` + engine.BatchEventField + `":{"v":1}}`), config.LambdaModeAuto, kindBatch},
+		{"a distributed map's batch", []byte(`{"` + batch.EventField + `":{"v":1}}`), config.LambdaModeAuto, kindBatch},
 		// A body is a string inside an HTTP event: it cannot make one a batch.
-		{"a function URL event whose body looks like a batch", mustJSON(t, functionURLEvent("POST", "/v1/executions", "t", `{"`+engine.BatchEventField+`":{"v":1}}`)), config.LambdaModeAuto, kindStream},
+		{"a function URL event whose body looks like a batch", mustJSON(t, functionURLEvent("POST", "/v1/executions", "t", `{"`+batch.EventField+`":{"v":1}}`)), config.LambdaModeAuto, kindStream},
 		{"ALB, auto", alb, config.LambdaModeAuto, kindALB},
 		{"ALB is never streamed", alb, config.LambdaModeStream, kindALB},
 	}
