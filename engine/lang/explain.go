@@ -97,7 +97,7 @@ func withArticle(t string) string {
 func goTypeWord(s string) string {
 	s = strings.TrimSpace(s)
 	switch {
-	case s == "<nil>", s == "nil", s == "invalid", s == "zero", strings.HasPrefix(s, "%!") && strings.Contains(s, "<nil>"):
+	case s == "<nil>", s == "nil", s == "invalid", s == "zero", s == "unknown", strings.HasPrefix(s, "%!") && strings.Contains(s, "<nil>"):
 		return "null"
 	case strings.HasPrefix(s, "[]"), s == "slice", s == "array":
 		return "array"
@@ -350,6 +350,53 @@ func calledWith(op ast.Node) string {
 // type names, reflection, package paths, Go's runtime. A message that
 // still has one once rephrased is replaced with a plain one.
 var goWords = regexp.MustCompile(`interface ?\{|map\[|\[\]|\b(u?int(8|16|32|64)?|float(32|64)|complex(64|128)|uintptr|rune|struct)\b|reflect|<nil>|%!|runtime error|goroutine|\b[a-z]+\.[A-Z]\w*|\bfunc\(|\*[a-z]+\.`)
+
+// compileReasons are what expr's type check says of an expression before
+// it runs (its operands' static types), in the language's words: tried
+// before reasons, which also serve what both say alike (an argument of
+// the wrong type to a builtin).
+var compileReasons = []reason{
+	{regexp.MustCompile(`^invalid operation: (\S+) \(mismatched types (.+) and (.+)\)$`), func(m []string, _ ast.Node) string {
+		l, op, r := typeWordOrValue(m[2]), m[1], typeWordOrValue(m[3])
+		switch {
+		case comparisons[op]:
+			return fmt.Sprintf("cannot compare %s %s %s (< > <= >= compare two numbers, two strings or two dates)", withArticle(l), op, withArticle(r))
+		case op == "in" || op == "not in":
+			return fmt.Sprintf("%s needs an array or an object on its right, got %s", op, withArticle(r))
+		case op == "matches" || op == "contains" || op == "startsWith" || op == "endsWith":
+			return fmt.Sprintf("%s takes two strings, got %s and %s", op, withArticle(l), withArticle(r))
+		}
+		return fmt.Sprintf("cannot compute %s %s %s", withArticle(l), op, withArticle(r))
+	}},
+	{regexp.MustCompile(`^invalid operation: (\S+) \(mismatched type (.+)\)$`), func(m []string, _ ast.Node) string {
+		return fmt.Sprintf("cannot apply %s to %s", m[1], withArticle(typeWordOrValue(m[2])))
+	}},
+}
+
+// exprPosition is the position expr appends to a message, " (1:7)".
+var exprPosition = regexp.MustCompile(` \(\d+:\d+\)$`)
+
+// rephraseCompile puts the first line of an expr compile error in the
+// language's words, keeping its position.
+func rephraseCompile(msg string) string {
+	msg = strings.TrimSpace(msg)
+	pos := exprPosition.FindString(msg)
+	bare := strings.TrimSpace(strings.TrimSuffix(msg, pos))
+	for _, r := range compileReasons {
+		if m := r.re.FindStringSubmatch(bare); m != nil {
+			return r.say(m, nil) + pos
+		}
+	}
+	for _, r := range reasons {
+		if m := r.re.FindStringSubmatch(bare); m != nil {
+			return r.say(m, nil) + pos
+		}
+	}
+	if goWords.MatchString(bare) {
+		return "the operation cannot be applied to these values" + pos
+	}
+	return msg
+}
 
 // rephrase puts an expr run-time message in the language's words.
 func rephrase(msg string, op ast.Node) string {

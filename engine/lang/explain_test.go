@@ -372,3 +372,41 @@ func TestWhyNull(t *testing.T) {
 		}
 	}
 }
+
+// What the type check says before an expression runs (its operands'
+// static types: a date, a duration, a literal) is in the language's words
+// too, at the same position: no Go type reaches a 400.
+func TestExplainCompileWords(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{"now() + 1", "cannot compute a date + a number (1:7)"},
+		{"now() > 1", "cannot compare a date > a number"},
+		{"'a' - 1", "cannot compute a string - a number"},
+		{"1 + true", "cannot compute a number + a boolean"},
+		{"duration('1h') * 'x'", "cannot compute a duration * a string"},
+		{"[1] + 1", "cannot compute an array + a number"},
+		{"nil + 1", "cannot compute null + a number"},
+		{"1 in 2", "in needs an array or an object on its right, got a number"},
+		{"'a' matches 1", "matches takes two strings, got a string and a number"},
+		{"-'a'", "cannot apply - to a string"},
+		{"!1", "cannot apply ! to a number"},
+		{"len(1)", "len cannot take a number"},
+		{"abs('x')", "abs cannot take a string"},
+		{"int(now())", "int cannot take a date"},
+		{"upper(1)", "upper takes a string, got a number"},
+		{"date('2020') < 3", "cannot compare a date < a number"},
+	} {
+		_, err := compileExpr(tt.src, &Scope{})
+		if err == nil {
+			t.Errorf("%s: compiled", tt.src)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tt.want) {
+			t.Errorf("%s: %q, want it to say %q", tt.src, msg, tt.want)
+		}
+		rest := strings.TrimPrefix(msg, `expression "`+strings.ReplaceAll(tt.src, `"`, `\"`)+`"`)
+		if w := goish.FindString(intBuiltin.ReplaceAllString(rest, "")); w != "" {
+			t.Errorf("%s: %q holds the Go word %q", tt.src, msg, w)
+		}
+	}
+}

@@ -125,7 +125,7 @@ func compileExpr(src string, sc *Scope) (*Expression, error) {
 	}
 	cp, err := compileProgram(src)
 	if err != nil {
-		return nil, fmt.Errorf("expression %q: %s", src, firstLine(err.Error()))
+		return nil, fmt.Errorf("expression %q: %s", src, rephraseCompile(firstLine(err.Error())))
 	}
 	c := cp.refs
 	for _, name := range c.roots {
