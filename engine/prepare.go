@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -148,7 +147,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 		}
 	}
 	if x.g != nil && mode != prepareBare {
-		x.input = p.checkInput(x.g, req.Input)
+		x.input = document.Input(req.Input, x.g.inputSchema, d, &p.hints)
 	}
 	if d.Len() > 0 {
 		return x
@@ -165,7 +164,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 	x.windows = [2]map[string]any{secrets.Windows(x.secretValues, 0), secrets.Windows(x.secretValues, 1)}
 	// The deployment's model keys too: a provider may echo them, and the
 	// table serves every execution that brings no runtime.models.
-	x.redact = secrets.New(append(secretsOf(req), e.Services.ModelTable.Secrets()...))
+	x.redact = secrets.New(append(secrets.InRequest(req), e.Services.ModelTable.Secrets()...))
 	return x
 }
 
@@ -186,45 +185,3 @@ func (x *Execution) discard() {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
-// secretsOf lists every secret value a request carries: HTTP secrets, model
-// API keys and headers, toolset headers.
-func secretsOf(req *protocol.ExecutionRequest) []string {
-	var out []string
-	for _, s := range req.Runtime.HTTP.Secrets {
-		out = append(out, s.Value)
-	}
-	for _, m := range req.Runtime.Models {
-		out = append(out, m.APIKey)
-		for _, v := range m.Headers {
-			out = append(out, v)
-		}
-	}
-	for _, t := range req.Runtime.Toolsets {
-		for _, v := range t.Headers {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// Prepare, stage 5: input. The request's input is decoded and validated
-// against the workflow's input schema, compiled with the document.
-
-// checkInput decodes the execution input and checks it against the
-// workflow's input schema.
-func (p *prep) checkInput(g *graph, raw json.RawMessage) any {
-	var input any
-	if len(raw) > 0 {
-		v, err := decodeJSON(raw)
-		if err != nil {
-			p.d.Addf("input", "malformed JSON: %v", err)
-			return nil
-		}
-		input = v
-	}
-	if g.inputSchema != nil {
-		document.SchemaDetails("input", g.inputSchema, input, p.d, &p.hints)
-	}
-	return input
-}

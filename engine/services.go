@@ -144,7 +144,7 @@ func (p *prep) prepareServices() {
 	}
 	sort.Strings(names)
 	total := 0
-	for _, v := range secretsOf(p.req) {
+	for _, v := range secrets.InRequest(p.req) {
 		total += len(v)
 	}
 	if total > secrets.MaxSecretsBytes {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Prepare, stage 2: check. A decoded document (decode.go) is held
@@ -384,4 +385,154 @@ func (c *docChecker) retry(v any) {
 		}
 		return true
 	})
+}
+
+// checkDocumentSchema checks a decoded document and returns what failed,
+// located under base ("workflow").
+func checkDocumentSchema(base string, doc *Document, withs Withs) []schemaLeaf {
+	c := &docChecker{base: base, withs: withs, stack: make([]docSeg, 0, 16)}
+	c.document(doc)
+	return c.leaves
+}
+
+func (c *docChecker) push(key string) { c.stack = append(c.stack, docSeg{key: key, idx: -1}) }
+
+func (c *docChecker) pushIdx(i int) { c.stack = append(c.stack, docSeg{idx: i}) }
+
+func (c *docChecker) pop() { c.stack = c.stack[:len(c.stack)-1] }
+
+func (c *docChecker) loc() string {
+	tokens := make([]string, len(c.stack))
+	for i, s := range c.stack {
+		if s.key == "" && s.idx >= 0 {
+			tokens[i] = strconv.Itoa(s.idx)
+		} else {
+			tokens[i] = s.key
+		}
+	}
+	return joinPath(c.base, tokens)
+}
+
+func (c *docChecker) fail(format string, args ...any) {
+	if c.quiet > 0 {
+		c.fails++
+		return
+	}
+	c.leaves = append(c.leaves, schemaLeaf{loc: c.loc(), msg: schemaSprintf(format, args...)})
+}
+
+func jsonTypeOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number, float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "invalid"
+}
+
+func (c *docChecker) typeErr(v any, want string) {
+	c.fail("got %s, want %s", jsonTypeOf(v), want)
+}
+
+// object reports v when it is not an object.
+func (c *docChecker) object(v any) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.typeErr(v, "object")
+	}
+	return m, ok
+}
+
+// array reports v when it is not an array.
+func (c *docChecker) array(v any) ([]any, bool) {
+	a, ok := v.([]any)
+	if !ok {
+		c.typeErr(v, "array")
+	}
+	return a, ok
+}
+
+func (c *docChecker) str(v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		c.typeErr(v, "string")
+	}
+	return s, ok
+}
+
+func (c *docChecker) strMin1(v any) {
+	if s, ok := c.str(v); ok {
+		c.min1(s)
+	}
+}
+
+// min1 is strMin1 for a member decoded as a string.
+func (c *docChecker) min1(s string) {
+	if s == "" {
+		c.fail("minLength: got %d, want %d", 0, 1)
+	}
+}
+
+func (c *docChecker) boolean(v any) {
+	if _, ok := v.(bool); !ok {
+		c.typeErr(v, "boolean")
+	}
+}
+
+func (c *docChecker) objectOrBool(v any) {
+	switch v.(type) {
+	case map[string]any, bool:
+	default:
+		c.typeErr(v, "boolean or object")
+	}
+}
+
+func (c *docChecker) pattern(s, pattern string, ok bool) {
+	if !ok {
+		c.fail("%s does not match pattern %s", schemaQuote(s), schemaQuote(pattern))
+	}
+}
+
+// schemaQuote quotes s as the validator does in its messages.
+func schemaQuote(s string) string {
+	s = strconv.Quote(s)
+	s = strings.ReplaceAll(s, `\"`, `"`)
+	s = strings.ReplaceAll(s, `'`, `\'`)
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+// members checks an object: that it has the required members, check on
+// each member, and that check knows every member. It returns the object
+// and whether v is one.
+func (c *docChecker) members(v any, required []string, check func(c *docChecker, k string, val any) bool) (map[string]any, bool) {
+	m, ok := c.object(v)
+	if !ok {
+		return nil, false
+	}
+	c.required(m, required...)
+	c.known(m, check)
+	return m, true
+}
+
+// known runs check on each member of m, at its path, and reports the
+// members check does not know as additional.
+func (c *docChecker) known(m map[string]any, check func(c *docChecker, k string, val any) bool) {
+	var extra []string
+	for k, val := range m {
+		c.push(k)
+		if !check(c, k, val) {
+			extra = append(extra, k)
+		}
+		c.pop()
+	}
+	c.additional(extra, check)
 }

@@ -2,6 +2,7 @@ package document
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -370,4 +371,43 @@ func JoinQuoted(names []string) string {
 		b.WriteString(strconv.Quote(n))
 	}
 	return b.String()
+}
+
+// nearHint words near misses for a detail: ` (did you mean "with"?)` for
+// the one unknown member of an additional-properties detail, else each
+// with the member it stands for.
+func nearHint(near []nearMiss, alone bool) string {
+	if len(near) == 0 {
+		return ""
+	}
+	if alone && len(near) == 1 {
+		return fmt.Sprintf(" (did you mean %q?)", near[0].want)
+	}
+	var b strings.Builder
+	b.WriteString(" (did you mean ")
+	for i, n := range near {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q for %q", n.want, n.got)
+	}
+	b.WriteString("?)")
+	return b.String()
+}
+
+// Input decodes a request's input and checks it against the document's
+// input schema (nil: any value is accepted), each problem at its path
+// under "input". It returns the decoded value, nil when it is not JSON.
+func Input(raw json.RawMessage, sch *schema.Schema, d *Problems, hints *lang.Hints) any {
+	var input any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &input); err != nil {
+			d.Addf("input", "malformed JSON: %v", err)
+			return nil
+		}
+	}
+	if sch != nil {
+		SchemaDetails("input", sch, input, d, hints)
+	}
+	return input
 }

@@ -1,8 +1,6 @@
 package document
 
 import (
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,38 +54,6 @@ type docChecker struct {
 	nearPlaces int
 }
 
-// checkDocumentSchema checks a decoded document and returns what failed,
-// located under base ("workflow").
-func checkDocumentSchema(base string, doc *Document, withs Withs) []schemaLeaf {
-	c := &docChecker{base: base, withs: withs, stack: make([]docSeg, 0, 16)}
-	c.document(doc)
-	return c.leaves
-}
-
-func (c *docChecker) push(key string) { c.stack = append(c.stack, docSeg{key: key, idx: -1}) }
-func (c *docChecker) pushIdx(i int)   { c.stack = append(c.stack, docSeg{idx: i}) }
-func (c *docChecker) pop()            { c.stack = c.stack[:len(c.stack)-1] }
-
-func (c *docChecker) loc() string {
-	tokens := make([]string, len(c.stack))
-	for i, s := range c.stack {
-		if s.key == "" && s.idx >= 0 {
-			tokens[i] = strconv.Itoa(s.idx)
-		} else {
-			tokens[i] = s.key
-		}
-	}
-	return joinPath(c.base, tokens)
-}
-
-func (c *docChecker) fail(format string, args ...any) {
-	if c.quiet > 0 {
-		c.fails++
-		return
-	}
-	c.leaves = append(c.leaves, schemaLeaf{loc: c.loc(), msg: schemaSprintf(format, args...)})
-}
-
 func (c *docChecker) failMembers(msg string, members []string) {
 	if c.quiet > 0 {
 		c.fails++
@@ -115,46 +81,6 @@ func (c *docChecker) anyOf(v any, alts ...func(*docChecker, any)) {
 	for _, alt := range alts {
 		alt(c, v)
 	}
-}
-
-func jsonTypeOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number, float64:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "invalid"
-}
-
-func (c *docChecker) typeErr(v any, want string) {
-	c.fail("got %s, want %s", jsonTypeOf(v), want)
-}
-
-// object reports v when it is not an object.
-func (c *docChecker) object(v any) (map[string]any, bool) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		c.typeErr(v, "object")
-	}
-	return m, ok
-}
-
-// array reports v when it is not an array.
-func (c *docChecker) array(v any) ([]any, bool) {
-	a, ok := v.([]any)
-	if !ok {
-		c.typeErr(v, "array")
-	}
-	return a, ok
 }
 
 // items checks each item of a, located at its index.
@@ -263,71 +189,8 @@ var memberNames = []string{
 	"when", "with", "workflow",
 }
 
-// nearHint words near misses for a detail: ` (did you mean "with"?)` for
-// the one unknown member of an additional-properties detail, else each
-// with the member it stands for.
-func nearHint(near []nearMiss, alone bool) string {
-	if len(near) == 0 {
-		return ""
-	}
-	if alone && len(near) == 1 {
-		return fmt.Sprintf(" (did you mean %q?)", near[0].want)
-	}
-	var b strings.Builder
-	b.WriteString(" (did you mean ")
-	for i, n := range near {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%q for %q", n.want, n.got)
-	}
-	b.WriteString("?)")
-	return b.String()
-}
-
 func additionalMessage(names []string) string {
 	return schemaSprintf("additional properties %s not allowed", schemaJoinQuoted(names))
-}
-
-func (c *docChecker) str(v any) (string, bool) {
-	s, ok := v.(string)
-	if !ok {
-		c.typeErr(v, "string")
-	}
-	return s, ok
-}
-
-func (c *docChecker) strMin1(v any) {
-	if s, ok := c.str(v); ok {
-		c.min1(s)
-	}
-}
-
-// min1 is strMin1 for a member decoded as a string.
-func (c *docChecker) min1(s string) {
-	if s == "" {
-		c.fail("minLength: got %d, want %d", 0, 1)
-	}
-}
-
-func (c *docChecker) boolean(v any) {
-	if _, ok := v.(bool); !ok {
-		c.typeErr(v, "boolean")
-	}
-}
-
-func (c *docChecker) objectOrBool(v any) {
-	switch v.(type) {
-	case map[string]any, bool:
-	default:
-		c.typeErr(v, "boolean or object")
-	}
-}
-
-func (c *docChecker) pattern(s, pattern string, ok bool) {
-	if !ok {
-		c.fail("%s does not match pattern %s", schemaQuote(s), schemaQuote(pattern))
-	}
 }
 
 var (
@@ -477,14 +340,6 @@ func canonical(b *strings.Builder, v any) bool {
 		b.WriteString(d.String())
 	}
 	return true
-}
-
-// schemaQuote quotes s as the validator does in its messages.
-func schemaQuote(s string) string {
-	s = strconv.Quote(s)
-	s = strings.ReplaceAll(s, `\"`, `"`)
-	s = strings.ReplaceAll(s, `'`, `\'`)
-	return "'" + s[1:len(s)-1] + "'"
 }
 
 // schemaJoinQuoted quotes names as schemaQuote does, joined by ", ".

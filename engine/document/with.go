@@ -209,30 +209,3 @@ func (c *docChecker) template(v any) {
 		c.pattern(s, templatePattern, strings.Contains(s, "${{"))
 	}
 }
-
-// members checks an object: that it has the required members, check on
-// each member, and that check knows every member. It returns the object
-// and whether v is one.
-func (c *docChecker) members(v any, required []string, check func(c *docChecker, k string, val any) bool) (map[string]any, bool) {
-	m, ok := c.object(v)
-	if !ok {
-		return nil, false
-	}
-	c.required(m, required...)
-	c.known(m, check)
-	return m, true
-}
-
-// known runs check on each member of m, at its path, and reports the
-// members check does not know as additional.
-func (c *docChecker) known(m map[string]any, check func(c *docChecker, k string, val any) bool) {
-	var extra []string
-	for k, val := range m {
-		c.push(k)
-		if !check(c, k, val) {
-			extra = append(extra, k)
-		}
-		c.pop()
-	}
-	c.additional(extra, check)
-}

@@ -335,3 +335,24 @@ func (s *Scrubber) Raw(b json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+// InRequest lists every secret value a request carries: HTTP secrets, model
+// API keys and headers, toolset headers.
+func InRequest(req *protocol.ExecutionRequest) []string {
+	var out []string
+	for _, s := range req.Runtime.HTTP.Secrets {
+		out = append(out, s.Value)
+	}
+	for _, m := range req.Runtime.Models {
+		out = append(out, m.APIKey)
+		for _, v := range m.Headers {
+			out = append(out, v)
+		}
+	}
+	for _, t := range req.Runtime.Toolsets {
+		for _, v := range t.Headers {
+			out = append(out, v)
+		}
+	}
+	return out
+}
