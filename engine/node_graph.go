@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"math"
-	"reflect"
 	"strconv"
 	"sync"
 
@@ -80,7 +79,7 @@ func (s *mapStep) subgraph() *graph { return s.sub }
 
 func (s *mapStep) Run(ctx context.Context, call *Call) (any, error) {
 	w := call.WithMap()
-	items, ok := asArray(w["items"])
+	items, ok := lang.AsArray(w["items"])
 	if !ok {
 		return nil, Errorf(protocol.CodeExpressionError, "with.items must evaluate to an array, got %s", JSONType(w["items"]))
 	}
@@ -189,23 +188,6 @@ func (d *dispatch) wait(call *Call) error {
 		return d.ctx.Err()
 	}
 	return nil
-}
-
-// asArray accepts what an items expression may yield: a JSON array, or a
-// typed slice, which expr-lang builds for ranges (1..3) and some builtins.
-func asArray(v any) ([]any, bool) {
-	if a, ok := v.([]any); ok {
-		return a, true
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-		return nil, false
-	}
-	out := make([]any, rv.Len())
-	for i := range out {
-		out[i] = rv.Index(i).Interface()
-	}
-	return out, true
 }
 
 func (s *mapStep) iteration(ctx context.Context, call *Call, i int, item any) (any, error) {

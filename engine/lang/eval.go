@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"sync/atomic"
 
@@ -321,4 +322,22 @@ func valueFreeReason(msg string) string {
 		return "a field or index was read from null or from a value that has none (values withheld: the expression reads secrets)"
 	}
 	return "evaluation failed (details withheld: the expression reads secrets)"
+}
+
+// AsArray accepts what an expression may yield for an array: a JSON
+// array, or a typed slice, which expr-lang builds for ranges (1..3) and
+// some builtins. Anything else is not an array.
+func AsArray(v any) ([]any, bool) {
+	if a, ok := v.([]any); ok {
+		return a, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, false
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/glob"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -369,7 +370,7 @@ func stringList(w map[string]any, field string) ([]string, error) {
 	if !ok || v == nil {
 		return nil, nil
 	}
-	list, ok := asArray(v)
+	list, ok := lang.AsArray(v)
 	if !ok {
 		return nil, engine.Errorf(protocol.CodeExpressionError, "with.%s must be an array of strings, got %s", field, engine.JSONType(v))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine"
 	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/jsonweight"
+	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/schema"
 	"github.com/runnerd/lambda-runner/protocol"
@@ -208,7 +209,7 @@ func messagesField(v any) ([]models.Message, error) {
 	if v == nil {
 		return nil, nil
 	}
-	list, ok := asArray(v)
+	list, ok := lang.AsArray(v)
 	if !ok {
 		return nil, engine.Errorf(protocol.CodeExpressionError, "with.messages must be an array, got %s", engine.JSONType(v))
 	}

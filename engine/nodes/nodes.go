@@ -15,7 +15,6 @@ package nodes
 import (
 	"encoding/json"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -41,23 +40,6 @@ func init() {
 	for _, k := range kinds {
 		engine.RegisterKind(k.name, k.kind)
 	}
-}
-
-// asArray accepts what an expression may yield for an array: a JSON
-// array, or a slice of expr's own.
-func asArray(v any) ([]any, bool) {
-	if a, ok := v.([]any); ok {
-		return a, true
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-		return nil, false
-	}
-	out := make([]any, rv.Len())
-	for i := range out {
-		out[i] = rv.Index(i).Interface()
-	}
-	return out, true
 }
 
 // decodeJSON decodes raw into a generic value with float64 numbers, the
