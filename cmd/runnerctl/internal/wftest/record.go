@@ -287,7 +287,7 @@ func (rc *recorder) translate(rt *protocol.Runtime) (Mocks, Calls, error) {
 				names[nodes.AgentToolName(ts.Name, p.Name)] = ts.Name + "/" + p.Name
 				tm := ToolMock{Toolset: ts.Name, Tool: p.Name}
 				if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" && string(a) != "{}" {
-					tm.Arguments = red.Bytes(a)
+					tm.Arguments = redactJSON(red, a)
 				}
 				msg, ok := jsonRPCAnswer(header.Get("Content-Type"), body, id)
 				switch {
@@ -296,7 +296,7 @@ func (rc *recorder) translate(rt *protocol.Runtime) (Mocks, Calls, error) {
 				case msg.Error != nil:
 					tm.Error = &ToolError{Code: msg.Error.Code, Message: red.String(msg.Error.Message)}
 				default:
-					tm.Result = red.Bytes(msg.Result)
+					tm.Result = redactJSON(red, msg.Result)
 				}
 				key := tm.Toolset + "/" + tm.Tool + " " + compact(tm.Arguments)
 				if !seenTool[key] { // a later call with the same arguments would be answered by the first
@@ -326,14 +326,15 @@ func (rc *recorder) translate(rt *protocol.Runtime) (Mocks, Calls, error) {
 		calls.HTTP++
 		hm := HTTPMock{Method: ex.method, URL: redactURL(red, ex.url), Status: status}
 		for k, vs := range header {
-			if keptHeader(k) && len(vs) > 0 {
+			// A name a secret reaches is dropped with its value.
+			if keptHeader(k) && len(vs) > 0 && red.String(k) == k && red.String(strings.ToLower(k)) == strings.ToLower(k) {
 				if hm.Headers == nil {
 					hm.Headers = map[string]string{}
 				}
 				hm.Headers[k] = red.String(strings.Join(vs, ", "))
 			}
 		}
-		hm.Body = mockBody(red.Bytes(body))
+		hm.Body = mockBody(red, body)
 		if key := hm.Method + " " + hm.URL; !seenHTTP[key] { // a later one would be answered by the first
 			seenHTTP[key] = true
 			out.HTTP = append(out.HTTP, hm)
@@ -363,16 +364,57 @@ func redactURL(red *redact.Redactor, u string) string {
 
 // mockBody is an http answer's body as a mock's: a JSON value as it is,
 // anything else as a JSON string (text).
-func mockBody(b []byte) json.RawMessage {
+func mockBody(red *redact.Redactor, b []byte) json.RawMessage {
 	t := bytes.TrimSpace(b)
 	if len(t) == 0 {
 		return nil
 	}
 	if t[0] != '"' && json.Valid(t) {
-		return t
+		return redactJSON(red, t)
 	}
-	s, _ := json.Marshal(strings.ToValidUTF8(string(b), string(utf8.RuneError)))
+	s, _ := json.Marshal(red.String(strings.ToValidUTF8(string(b), string(utf8.RuneError))))
 	return s
+}
+
+// redactJSON is the JSON text b with every secret redacted as its
+// decoded strings hold it: a service can write a secret with \u escapes
+// that the text's bytes never show, so each string and key is redacted
+// decoded, and the value written again (then its text once more). Text
+// that is not JSON is redacted as bytes.
+func redactJSON(red *redact.Redactor, b json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return red.Bytes(b)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(redactValue(red, v)) != nil {
+		return red.Bytes(b)
+	}
+	return red.Bytes(bytes.TrimSpace(buf.Bytes()))
+}
+
+// redactValue redacts every string and object key of a decoded value.
+func redactValue(red *redact.Redactor, v any) any {
+	switch v := v.(type) {
+	case string:
+		return red.String(v)
+	case []any:
+		for i := range v {
+			v[i] = redactValue(red, v[i])
+		}
+		return v
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[red.String(k)] = redactValue(red, e)
+		}
+		return out
+	}
+	return v
 }
 
 // toolsetOf is the toolset of rt whose url u is (query aside).
@@ -470,7 +512,7 @@ func modelReply(provider string, ex *exchange, names map[string]string, red *red
 		if len(a) > 0 && !json.Valid(a) {
 			a, _ = json.Marshal(string(args))
 		}
-		rep.ToolCalls = append(rep.ToolCalls, ToolCall{Name: name, Arguments: red.Bytes(a)})
+		rep.ToolCalls = append(rep.ToolCalls, ToolCall{Name: red.String(name), Arguments: redactJSON(red, a)})
 	}
 	var in, out int64
 	switch provider {
