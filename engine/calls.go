@@ -269,9 +269,19 @@ func (c *Call) Code(ctx context.Context, code string, input any) (any, error) {
 		return nil, err
 	}
 	defer in.release()
+	// The reply is charged as its frame announces it, before it is read,
+	// and held until it is decoded: the value the step returns is charged
+	// as the node's output.
+	opts := c.sandboxOptions()
+	var reply *authorBytes
+	opts.Reserve = func(frame int64) (err error) {
+		reply, err = c.r.chargeAuthor("the code's return value and console lines", 2*frame)
+		return err
+	}
+	defer func() { reply.release() }()
 	rep, err := c.codeRunner().EvalWith(ctx, sandbox.Request{
 		Code: code, Input: in.B, MaxOutputBytes: l.MaxOutputBytes, MaxLogBytes: l.MaxCodeLogBytes,
-	}, c.sandboxOptions())
+	}, opts)
 	var se *sandbox.Error
 	switch {
 	case errors.As(err, &se) && se.Kind == sandbox.KindTimeout:

@@ -74,7 +74,7 @@ func (r *run) chargeAuthor(what string, n int64) (*authorBytes, error) {
 	budget := r.x.limits.MemoryBudget
 	if total := r.budget.Add(n); budget > 0 && total > budget {
 		r.budget.Add(-n)
-		return nil, Errorf(protocol.CodeMemoryBudgetExceeded, "%s takes %d bytes as JSON, which would put the execution over its memory budget of %d bytes (node outputs and values being sent hold about %d)", what, n, budget, total-n)
+		return nil, Errorf(protocol.CodeMemoryBudgetExceeded, "%s takes %d bytes as JSON, which would put the execution over its memory budget of %d bytes (node outputs and values in flight hold about %d)", what, n, budget, total-n)
 	}
 	return &authorBytes{r: r, held: n}, nil
 }

@@ -234,3 +234,42 @@ func TestHostileCheckBudget(t *testing.T) {
 		t.Errorf("Validate = %+v, want one warning", problems)
 	}
 }
+
+// A worker's reply is charged to the execution's memory budget as its
+// frame announces it, before it is read: however the output cap allows
+// it, a reply the budget cannot hold while it is decoded is refused
+// unread, MEMORY_BUDGET_EXCEEDED naming the node, and the node outputs
+// already held count. Under a budget that holds it, the same node
+// completes.
+func TestHostileCodeReplyCharged(t *testing.T) {
+	const ret = `return 'x'.repeat(3 << 20)` // a 3 MiB string under a 4 MiB output cap
+	tests := []struct {
+		name   string
+		budget int64
+		nodes  string
+		fails  bool
+	}{
+		{"reply over the budget", 4 << 20, `{"id":"c","type":"code","with":{"code":"` + ret + `"}}`, true},
+		{"outputs held leave no room", 8 << 20,
+			`{"id":"held","type":"code","with":{"code":"return 'y'.repeat(3 << 20)"}},{"id":"c","type":"code","needs":["held"],"with":{"code":"` + ret + `"}}`, true},
+		{"within the budget", 32 << 20, `{"id":"c","type":"code","with":{"code":"` + ret + `"}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := codeEngine(t, Limits{MemoryBudget: tt.budget, MaxOutputBytes: 4 << 20})
+			s, _ := runBody(t, e, reqBody(codeDoc(tt.nodes), ""))
+			f := s.nodeFailed("c")
+			switch {
+			case !tt.fails && f != nil:
+				t.Fatalf("node c failed: %s %s", f.Error.Code, f.Error.Message)
+			case !tt.fails:
+				return
+			case f == nil:
+				t.Fatalf("a reply over the budget was read; events %v", s.all())
+			case f.Error.Code != protocol.CodeMemoryBudgetExceeded || !strings.Contains(f.Error.Message, "return value"):
+				t.Fatalf("node.failed %s: %q, want %s naming the return value", f.Error.Code, f.Error.Message, protocol.CodeMemoryBudgetExceeded)
+			}
+			t.Log(f.Error.Message)
+		})
+	}
+}

@@ -57,7 +57,7 @@ func (p *Pool) Check(ctx context.Context, code string) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
-	_, err := p.evalIn(cctx, Request{Code: code, Check: true})
+	_, err := p.evalIn(cctx, Request{Code: code, Check: true}, nil)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("%w: the syntax check did not end in time", ErrBusy)

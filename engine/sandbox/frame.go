@@ -111,6 +111,13 @@ var ErrFrameTooLarge = fmt.Errorf("sandbox: frame too large")
 
 // ReadFrame reads one frame of at most limit bytes into v.
 func ReadFrame(r io.Reader, limit int64, v any) error {
+	return readFrame(r, limit, nil, v)
+}
+
+// readFrame is ReadFrame that, when admit is set, first asks it for the
+// frame's length as its header announces it: nothing is allocated for a
+// frame admit refuses, and its error is returned as it is.
+func readFrame(r io.Reader, limit int64, admit func(n int64) error, v any) error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return err
@@ -118,6 +125,11 @@ func ReadFrame(r io.Reader, limit int64, v any) error {
 	n := int64(binary.BigEndian.Uint32(hdr[:]))
 	if n > limit {
 		return ErrFrameTooLarge
+	}
+	if admit != nil {
+		if err := admit(n); err != nil {
+			return err
+		}
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {

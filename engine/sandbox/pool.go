@@ -144,7 +144,19 @@ type EvalOptions struct {
 	// Started, if set, is called once a worker starts on the evaluation,
 	// with how long the evaluation waited for it.
 	Started func(waited time.Duration)
+	// Reserve, if set, is called with the length of the worker's reply
+	// as its frame announces it, before the reply is read: the reply
+	// takes about twice that while it is decoded (its bytes and the Reply
+	// they become). An error refuses the reply unread: the worker is
+	// killed, and EvalWith returns the error as it is.
+	Reserve func(frame int64) error
 }
+
+// refusedReply carries the error of EvalOptions.Reserve out of a worker's
+// evaluation, apart from the failures of the pipe.
+type refusedReply struct{ err error }
+
+func (r refusedReply) Error() string { return r.err.Error() }
 
 // EvalWith runs one evaluation in a worker of its own, once the owner's
 // share and the pool have a worker free for it: ctx bounds the wait and
@@ -179,7 +191,7 @@ func (p *Pool) EvalWith(ctx context.Context, req Request, opts EvalOptions) (*Re
 		rctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
-	rep, err := p.evalIn(rctx, req)
+	rep, err := p.evalIn(rctx, req, opts.Reserve)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return nil, &Error{Kind: KindTimeout, Message: fmt.Sprintf("the code ran past its timeout (%v)", opts.Timeout)}
 	}
@@ -187,13 +199,13 @@ func (p *Pool) EvalWith(ctx context.Context, req Request, opts EvalOptions) (*Re
 }
 
 // evalIn runs req in a worker, idle or started for it; the caller holds
-// a slot.
-func (p *Pool) evalIn(ctx context.Context, req Request) (*Reply, error) {
+// a slot. reserve is EvalOptions.Reserve.
+func (p *Pool) evalIn(ctx context.Context, req Request, reserve func(int64) error) (*Reply, error) {
 	w, err := p.take()
 	if err != nil {
 		return nil, &Error{Kind: KindCrashed, Message: "the sandbox worker could not start: " + err.Error()}
 	}
-	rep, keep, err := w.eval(ctx, req)
+	rep, keep, err := w.eval(ctx, req, reserve)
 	if keep {
 		p.mu.Lock()
 		p.idle = append(p.idle, w)
@@ -303,7 +315,8 @@ func startWorker(path string, memory int64) (*worker, error) {
 
 // eval sends one request and waits for the reply, the worker's end or
 // ctx's. keep says whether the worker may serve another evaluation.
-func (w *worker) eval(ctx context.Context, req Request) (rep *Reply, keep bool, err error) {
+// reserve, if set, admits the reply's frame before it is read.
+func (w *worker) eval(ctx context.Context, req Request, reserve func(int64) error) (rep *Reply, keep bool, err error) {
 	type answer struct {
 		rep Reply
 		err error
@@ -312,10 +325,19 @@ func (w *worker) eval(ctx context.Context, req Request) (rep *Reply, keep bool, 
 	// The reply may carry the output, the logs JSON-escaped, and the
 	// frame's own fields.
 	limit := req.MaxOutputBytes + 6*req.MaxLogBytes + 64<<10
+	var admit func(int64) error
+	if reserve != nil {
+		admit = func(n int64) error {
+			if err := reserve(n); err != nil {
+				return refusedReply{err}
+			}
+			return nil
+		}
+	}
 	go func() {
 		var a answer
 		if a.err = WriteFrame(w.stdin, req); a.err == nil {
-			a.err = ReadFrame(w.stdout, limit, &a.rep)
+			a.err = readFrame(w.stdout, limit, admit, &a.rep)
 		}
 		done <- a
 	}()
@@ -325,7 +347,13 @@ func (w *worker) eval(ctx context.Context, req Request) (rep *Reply, keep bool, 
 		<-done // the pipes close with the process
 		return nil, false, ctx.Err()
 	case a := <-done:
+		var refused refusedReply
 		switch {
+		case errors.As(a.err, &refused):
+			// The reply is unread in the pipe: the worker cannot serve
+			// another evaluation.
+			w.kill()
+			return nil, false, refused.err
 		case errors.Is(a.err, ErrFrameTooLarge):
 			w.kill()
 			return nil, false, &Error{Kind: KindOutput, Message: fmt.Sprintf("the return value and console output exceed %d bytes", limit)}

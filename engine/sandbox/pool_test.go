@@ -277,3 +277,48 @@ func TestDeathCause(t *testing.T) {
 		})
 	}
 }
+
+// A reply is admitted by EvalOptions.Reserve as its frame's header
+// announces it, before anything is read or allocated for it: a worker that
+// announces 16 MiB and never sends them is refused at once with Reserve's
+// error, and killed (the next evaluation starts another).
+func TestReserveRefusesReplyUnread(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "announcer")
+	// The header of a 16 MiB frame, then nothing.
+	if err := os.WriteFile(path, []byte("#!/bin/sh\nprintf '\\001\\000\\000\\000'\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &Pool{Options: Options{Path: path, Workers: 1}}
+	defer p.Close()
+	errBudget := errors.New("over the budget")
+	tests := []struct {
+		name    string
+		reserve func(int64) error
+		want    error
+	}{
+		{"refused", func(n int64) error { return errBudget }, errBudget},
+		{"admitted, then never sent", func(int64) error { return nil }, context.DeadlineExceeded},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var announced int64
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := p.EvalWith(ctx, Request{Code: "return 1", MaxOutputBytes: 32 << 20, MaxLogBytes: 1 << 10},
+				EvalOptions{Reserve: func(n int64) error { announced = n; return tt.reserve(n) }})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("EvalWith = %v, want %v", err, tt.want)
+			}
+			if announced != 16<<20 {
+				t.Errorf("Reserve was asked for %d bytes, want the announced %d", announced, 16<<20)
+			}
+			if tt.want == errBudget && time.Since(start) > time.Second {
+				t.Errorf("the refusal took %v: the reply was waited for", time.Since(start))
+			}
+			if got := p.Started(); got != int64(i+1) {
+				t.Errorf("%d workers started after %d evaluations: a refused reply's worker was kept", got, i+1)
+			}
+		})
+	}
+}
