@@ -98,3 +98,84 @@ func TestEncodedRunPlainText(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileFoldedForms: a secret written back in a way no form lists —
+// letters in another case, bytes percent-escaped where nothing needs an
+// escape, in either case of hex, some and not others — is found in the
+// text as a URL decoder and a case-blind reader would read it, and goes
+// whole, its neighbours kept.
+func TestHostileFoldedForms(t *testing.T) {
+	swap := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			switch {
+			case 'a' <= c && c <= 'z':
+				b[i] = c - 'a' + 'A'
+			case 'A' <= c && c <= 'Z':
+				b[i] = c - 'A' + 'a'
+			}
+		}
+		return string(b)
+	}
+	escape := func(hexDigits string, every int) func(string) string {
+		return func(s string) string {
+			var b strings.Builder
+			for i := 0; i < len(s); i++ {
+				if i%every == 0 {
+					b.WriteByte('%')
+					b.WriteByte(hexDigits[s[i]>>4])
+					b.WriteByte(hexDigits[s[i]&15])
+					continue
+				}
+				b.WriteByte(s[i])
+			}
+			return b.String()
+		}
+	}
+	alternate := func(s string) string {
+		b := []byte(s)
+		for i := range b {
+			if i%2 == 1 {
+				b[i] = lower(b[i])
+			} else if 'a' <= b[i] && b[i] <= 'z' {
+				b[i] -= 'a' - 'A'
+			}
+		}
+		return string(b)
+	}
+	transforms := map[string]func(string) string{
+		"case swapped":              swap,
+		"alternating case":          alternate,
+		"every byte escaped":        escape("0123456789ABCDEF", 1),
+		"every byte escaped, lower": escape("0123456789abcdef", 1),
+		"every other byte escaped":  escape("0123456789ABCDEF", 2),
+		"every third, case swapped": func(s string) string { return escape("0123456789abcdef", 3)(swap(s)) },
+		"base64, needless escapes": func(s string) string {
+			return escape("0123456789ABCDEF", 4)(base64.StdEncoding.EncodeToString([]byte(s)))
+		},
+		"hex, mixed case":           func(s string) string { return alternate(hex.EncodeToString([]byte(s))) },
+		"query form, case swapped":  func(s string) string { return swap(url.QueryEscape(s)) },
+		"credential alone, escaped": func(s string) string { return escape("0123456789ABCDEF", 1)(Credential(s)) },
+	}
+	secrets := []string{"Tr0ub4dor&3x", "sk-LIVE-abcdef0123456789", "p@ss w/rd+1", "Bearer tok_ABCdef123"}
+	contexts := []struct{ before, after string }{
+		{`{"echo":"`, `"}`},
+		{"GET /?q=", " HTTP/1.1"},
+		{"said: ", ". Done."},
+	}
+	for name, tr := range transforms {
+		for _, secret := range secrets {
+			form := tr(secret)
+			if name == "credential alone, escaped" && Credential(secret) == "" {
+				continue
+			}
+			for _, c := range contexts {
+				text := c.before + form + c.after
+				want := c.before + Marker + c.after
+				if got := New(secret).String(text); got != want {
+					t.Errorf("%s of %q: String(%q) = %q, want %q", name, secret, text, got, want)
+				}
+			}
+		}
+	}
+}

@@ -200,6 +200,95 @@ func (m *matcher) find(s string) []span {
 	return spans
 }
 
+// findFolded returns the intervals of s whose folded view (fold) is a
+// pattern of m, merged, in order; widest is m's longest pattern. The
+// view's bytes are read as they are made, and the offset in s of the last
+// widest of them kept in a ring, so that a match is mapped back to the
+// text it was read from: linear in s, like find.
+func (m *matcher) findFolded(s string, widest int) []span {
+	var spans []span
+	if widest == 0 {
+		return spans
+	}
+	at := make([]int, widest) // at[k%widest]: where view byte k began in s
+	st := int32(0)
+	k := 0
+	for i := 0; i < len(s); k++ {
+		at[k%widest] = i
+		b := s[i]
+		if b == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b = unhex(s[i+1])<<4 | unhex(s[i+2])
+			i += 3
+		} else {
+			i++
+		}
+		b = lower(b)
+		for {
+			if st == 0 {
+				st = m.root[b]
+				break
+			}
+			if nx := m.next(st, b); nx > 0 {
+				st = nx
+				break
+			}
+			st = m.fail[st]
+		}
+		if l := int(m.longest[st]); l > 0 {
+			spans = addSpan(spans, span{at[(k+1-l)%widest], i})
+		}
+	}
+	return spans
+}
+
+// fold is s as findFolded reads text: each %XX escape decoded (either case
+// of hex), then ASCII letters lower-cased.
+func fold(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			c = unhex(s[i+1])<<4 | unhex(s[i+2])
+			i += 2
+		}
+		b = append(b, lower(c))
+	}
+	return string(b)
+}
+
+// needsFold reports whether s holds an upper-case ASCII letter or a '%':
+// otherwise its folded view is s itself, in which find has found every
+// listed form, and their folds are lower-cased listed forms too.
+func needsFold(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '%' || 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
 // addSpan adds sp, which ends after every span of spans, merging it with
 // those it overlaps or touches.
 func addSpan(spans []span, sp span) []span {

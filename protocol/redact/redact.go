@@ -13,6 +13,12 @@
 // It also knows each secret base64-encoded (standard and URL alphabets,
 // padded or not) and hex-encoded, the encodings a request needs.
 //
+// Any of these forms written another way — its letters in any mix of
+// case, any byte percent-escaped though nothing needs it — is found too: a
+// text with an upper-case letter or a '%' is also read folded, each %XX
+// decoded and letters lower-cased, as a URL decoder and a case-blind reader
+// would read it, and what a form matches there is replaced in the text.
+//
 // Every occurrence of every form is replaced, however occurrences overlap
 // (the union of their intervals, one Marker per run), in one linear pass.
 //
@@ -67,6 +73,12 @@ type Redactor struct {
 type layer struct {
 	values []string
 	m      *matcher
+	// folded matches the forms as foldedView reads text, for the ways of
+	// writing a form it does not list: any mix of letter case, any byte
+	// percent-escaped where no escape is needed, in either case of hex.
+	folded *matcher
+	// widest is the longest pattern of folded, in view bytes.
+	widest int
 }
 
 // New returns a Redactor for secrets. Empty values are ignored.
@@ -104,7 +116,16 @@ func newLayer(values []string) *layer {
 	if len(forms) == 0 {
 		return nil
 	}
-	return &layer{values: values, m: newMatcher(forms)}
+	l := &layer{values: values, m: newMatcher(forms)}
+	folded := make([]string, 0, len(forms))
+	for _, f := range forms {
+		if f = fold(f); f != "" {
+			folded = append(folded, f)
+			l.widest = max(l.widest, len(f))
+		}
+	}
+	l.folded = newMatcher(folded)
+	return l
 }
 
 // valueForms are the forms of a secret and, for an authorization value,
@@ -121,11 +142,21 @@ func valueForms(s string) []string {
 // carried on to the end of the base64 run it ends inside (encodedRun).
 func (r *Redactor) spans(s string) []span {
 	spans := r.layers[0].m.find(s)
-	if len(r.layers) > 1 {
+	// The folded view finds what the listed forms miss (mixed case,
+	// needless escapes); a text with neither an upper-case letter nor a
+	// '%' reads the same folded, so only the listed forms can be in it.
+	folds := needsFold(s)
+	if folds {
+		spans = append(spans, r.layers[0].folded.findFolded(s, r.layers[0].widest)...)
+	}
+	if len(r.layers) > 1 || folds {
 		for _, l := range r.layers[1:] {
 			// Each layer's spans are merged as they are found; those of
 			// several are merged once all are.
 			spans = append(spans, l.m.find(s)...)
+			if folds {
+				spans = append(spans, l.folded.findFolded(s, l.widest)...)
+			}
 		}
 		spans = mergeSpans(spans)
 	}

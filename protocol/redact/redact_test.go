@@ -145,3 +145,29 @@ func TestEncodedForms(t *testing.T) {
 		t.Errorf("the base64 of a 3-byte secret was redacted: %q", got)
 	}
 }
+
+// BenchmarkRedact: a 64 KiB reply, mostly JSON, with three secrets among
+// six, redacted as events and errors are.
+func BenchmarkRedact(b *testing.B) {
+	secrets := []string{"sk-live-0123456789abcdef", "Bearer tok_ABCDEFGHIJKL", "p@ss:w/rd+1", "hunter22", "AKIAEXAMPLEKEY000000", "x-api-key-zzz"}
+	r := New(secrets...)
+	var sb strings.Builder
+	for sb.Len() < 64<<10 {
+		sb.WriteString(`{"id":"chatcmpl-123","object":"chat.completion","content":"The answer is 42, said hunter22 to Alice%20and%20Bob. `)
+		sb.WriteString(`Visit https://example.com/path?q=a%2Fb&key=sk-live-0123456789abcdef"},`)
+	}
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for b.Loop() {
+		_ = r.String(text)
+	}
+}
+
+// BenchmarkNew: a Redactor of six secrets, as a request builds one.
+func BenchmarkNew(b *testing.B) {
+	secrets := []string{"sk-live-0123456789abcdef", "Bearer tok_ABCDEFGHIJKL", "p@ss:w/rd+1", "hunter22", "AKIAEXAMPLEKEY000000", "x-api-key-zzz"}
+	for b.Loop() {
+		_ = New(secrets...)
+	}
+}
