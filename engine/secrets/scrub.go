@@ -75,6 +75,9 @@ type Scrubber struct {
 	worst        int
 	derived      map[string]bool
 	learnedBytes int
+	// plain are the secret values themselves: a value sent that is one
+	// of them has no form the redactor does not know already.
+	plain map[string]bool
 
 	// Distributed maps (share.go). caps are the totals Learn may
 	// reach, less reserved: the shares a parent has handed its running
@@ -90,7 +93,10 @@ type Scrubber struct {
 
 // New returns the Scrubber of the secret values.
 func New(values []string) *Scrubber {
-	s := &Scrubber{keys: map[string]bool{}, derived: map[string]bool{}, caps: executionCaps}
+	s := &Scrubber{keys: map[string]bool{}, derived: map[string]bool{}, plain: map[string]bool{}, caps: executionCaps}
+	for _, v := range values {
+		s.plain[v] = true
+	}
 	s.cur.Store(redact.New(values...))
 	return s
 }
@@ -174,9 +180,13 @@ func (s *Scrubber) Learn(values ...Derived) error {
 	learned := s.learnedBytes
 	for _, d := range values {
 		v := d.Value
-		// What is made of known forms of secrets alone is redacted
-		// already; only a transformed part is new.
-		if v == "" || s.derived[v] || slices.Contains(added, v) || strings.ReplaceAll(s.cur.Load().String(v), redact.Marker, "") == "" {
+		// A secret itself has no form the redactor lacks; anything else
+		// is learned, even when it is made of known forms of secrets
+		// alone: the base64 of "ci:" + secret is the secret's own base64
+		// (the prefix is three bytes), redacted as it is, but a host that
+		// echoes the header hex- or base64-encoded again shows forms of
+		// the credential, not of the secret.
+		if v == "" || s.derived[v] || slices.Contains(added, v) || s.plain[v] {
 			continue
 		}
 		// The secret rule keeps a value no longer than its shadow and

@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -51,6 +52,43 @@ func TestScrubberLearn(t *testing.T) {
 	var none *Scrubber
 	if none.String("k-secret") != "k-secret" || none.Learn(dv("x")) != nil || none.Value("v") != "v" {
 		t.Error("the nil scrubber changed something")
+	}
+}
+
+// TestScrubberLearnsEncodedSecret: the part of a Basic credential a secret
+// decides is learned even when it is the secret's own base64 (a username
+// and colon of a multiple of three bytes: "ci:", "svc-user:"), so that a
+// host echoing the header encoded again (hex, base64, at any offset) shows
+// none of the credential; before, it was taken for a known form and only
+// the secret's own forms were redacted (issue 45, class 9, a red team of
+// the built runner).
+func TestScrubberLearnsEncodedSecret(t *testing.T) {
+	const secret = "Tr0ub4dor&3x/y+z?"
+	for _, user := range []string{"ci:", "svc-user:", "ops:"} {
+		s := New([]string{secret})
+		build := func(v string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+v)) }
+		win1, win2 := build(strings.Repeat("*", len(secret))), build(strings.Repeat("U", len(secret)))
+		sh1, sh2 := build(strings.Repeat("*", MaxSecretBytes)), build(strings.Repeat("U", MaxSecretBytes))
+		if err := s.Learn(DerivedPart(build(secret), win1, win2, sh1, sh2)); err != nil {
+			t.Fatal(err)
+		}
+		header := build(secret)
+		cred := strings.TrimPrefix(header, "Basic ")
+		for _, echo := range []string{
+			hex.EncodeToString([]byte(header)),
+			base64.StdEncoding.EncodeToString([]byte(header)),
+			base64.StdEncoding.EncodeToString([]byte("Authorization: " + header)),
+		} {
+			got := s.String(echo)
+			for _, form := range []string{hex.EncodeToString([]byte(cred[len(cred)-12:])), base64.StdEncoding.EncodeToString([]byte(cred))[8:24]} {
+				if strings.Contains(got, form) {
+					t.Errorf("user %q: echo %q scrubbed to %q, which still holds the credential", user, echo, got)
+				}
+			}
+			if !strings.Contains(got, redact.Marker) {
+				t.Errorf("user %q: echo %q not redacted", user, echo)
+			}
+		}
 	}
 }
 

@@ -208,7 +208,7 @@ func (s *Scrubber) Absorb(set Learned, sh *Share) error {
 	var added []string
 	for _, b := range set.Values {
 		v := string(b)
-		if v == "" || s.derived[v] || slices.Contains(added, v) || strings.ReplaceAll(s.cur.Load().String(v), redact.Marker, "") == "" {
+		if v == "" || s.derived[v] || slices.Contains(added, v) || s.plain[v] {
 			continue
 		}
 		added = append(added, v)

@@ -179,3 +179,38 @@ func TestHostileFoldedForms(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileLeadResidue: a secret echoed inside a longer base64 text,
+// its first byte at an offset of 1 or 2 in a group (the base64 of
+// "Bearer " + secret, of a header line), leaves nothing of itself before
+// the marker: the character there mixes the byte before with the first
+// bits of the secret, and "QmVhcmVyIF[REDACTED]" told the first four
+// (issue 45, class 9, a red team of the built runner).
+func TestHostileLeadResidue(t *testing.T) {
+	encodings := map[string]func([]byte) string{
+		"std":        base64.StdEncoding.EncodeToString,
+		"url":        base64.URLEncoding.EncodeToString,
+		"raw std":    base64.RawStdEncoding.EncodeToString,
+		"raw url":    base64.RawURLEncoding.EncodeToString,
+		"std, query": func(b []byte) string { return url.QueryEscape(base64.StdEncoding.EncodeToString(b)) },
+	}
+	// Offsets 1 and 2 in their group, after texts of different lengths.
+	prefixes := []string{"x", "xy", "Bearer ", "ab:cd", "Authorization: Bearer "}
+	// Secrets of one length whose first bytes differ in every bit that
+	// could show.
+	secrets := []string{"Tr0ub4dor&3x", "*r0ub4dor&3x", "Ur0ub4dor&3x", "0r0ub4dor&3x", "\xfbr0ub4dor&3x", "~r0ub4dor&3x"}
+	for encName, enc := range encodings {
+		for _, pre := range prefixes {
+			want := ""
+			for i, secret := range secrets {
+				got := New(secret).String(enc([]byte(pre + secret)))
+				if i == 0 {
+					want = got
+				}
+				if got != want || !strings.Contains(got, Marker) {
+					t.Errorf("%s of %q+secret: with %q %q, with %q %q", encName, pre, secrets[0], want, secret, got)
+				}
+			}
+		}
+	}
+}

@@ -244,6 +244,9 @@ func (m *matcher) findFolded(s string, widest int) []span {
 // fold is s as findFolded reads text: each %XX escape decoded (either case
 // of hex), then ASCII letters lower-cased.
 func fold(s string) string {
+	if !needsFold(s) {
+		return s
+	}
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]

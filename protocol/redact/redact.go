@@ -73,12 +73,16 @@ type Redactor struct {
 type layer struct {
 	values []string
 	m      *matcher
-	// folded matches the forms as foldedView reads text, for the ways of
+	// folded matches the forms as findFolded reads text, for the ways of
 	// writing a form it does not list: any mix of letter case, any byte
 	// percent-escaped where no escape is needed, in either case of hex.
 	folded *matcher
 	// widest is the longest pattern of folded, in view bytes.
 	widest int
+	// leads are how the values' inner base64 forms at an offset within a
+	// group begin (innerLeads): a marker starting with one takes the
+	// character before it too (leadStart).
+	leads map[string]bool
 }
 
 // New returns a Redactor for secrets. Empty values are ignored.
@@ -116,7 +120,7 @@ func newLayer(values []string) *layer {
 	if len(forms) == 0 {
 		return nil
 	}
-	l := &layer{values: values, m: newMatcher(forms)}
+	l := &layer{values: values, m: newMatcher(forms), leads: map[string]bool{}}
 	folded := make([]string, 0, len(forms))
 	for _, f := range forms {
 		if f = fold(f); f != "" {
@@ -125,6 +129,13 @@ func newLayer(values []string) *layer {
 		}
 	}
 	l.folded = newMatcher(folded)
+	for _, s := range values {
+		if len(s) >= minEncodedLen {
+			for _, lead := range innerLeads(s) {
+				l.leads[lead] = true
+			}
+		}
+	}
 	return l
 }
 
@@ -171,8 +182,43 @@ func (r *Redactor) spans(s string) []span {
 			limit = spans[i+1].start
 		}
 		spans[i].end = encodedRun(s[:limit], spans[i])
+		spans[i].start = r.leadStart(s, spans[i].start)
 	}
 	return mergeSpans(spans)
+}
+
+// leadStart returns where a span starting at start begins once it takes
+// the base64 character before an inner form of a secret at an offset
+// within a group, when one starts there: that character holds the last
+// bits of the byte before the secret and the first bits of the secret's
+// first byte, and left outside the marker "QmVhcmVyIF[REDACTED]" (the
+// base64 of "Bearer " + secret) told the secret's first four bits.
+func (r *Redactor) leadStart(s string, start int) int {
+	if start == 0 || len(s)-start < leadLen {
+		return start
+	}
+	head := s[start : start+leadLen]
+	for _, l := range r.layers {
+		if l.leads[head] {
+			return start - base64CharBefore(s, start)
+		}
+	}
+	return start
+}
+
+// base64CharBefore returns the length of the base64 character just
+// before s[end], as text carries it (a byte, %2B or %2F query-escaped, \/ as
+// JSON may escape it), 0 when there is none.
+func base64CharBefore(s string, end int) int {
+	switch {
+	case end >= 3 && s[end-3] == '%' && s[end-2] == '2' && strings.IndexByte("bBfF", s[end-1]) >= 0:
+		return 3
+	case end >= 2 && s[end-2:end] == `\/`:
+		return 2
+	case end >= 1 && isBase64Byte(s[end-1]):
+		return 1
+	}
+	return 0
 }
 
 // encodedRun returns where the base64 run that sp ends inside ends,
@@ -335,23 +381,57 @@ func encodedForms(secret string) []string {
 func innerForms(enc *base64.Encoding, secret []byte) []string {
 	var out []string
 	for k := range 3 {
-		f := enc.EncodeToString(append(make([]byte, k, k+len(secret)), secret...))
-		// k bytes before: k+1 characters hold some of them (none at k = 0).
-		skip := 0
-		if k > 0 {
-			skip = k + 1
-		}
-		// The last character of a partial group mixes with the next byte.
-		end := len(f)
-		if (k+len(secret))%3 != 0 {
-			end--
-		}
-		if end-skip >= minInnerLen {
-			out = append(out, f[skip:end])
+		if f := innerForm(enc, secret, k); f != "" {
+			out = append(out, f)
 		}
 	}
 	return out
 }
+
+// innerForm is innerForms' form at offset k, "" when it is too short.
+func innerForm(enc *base64.Encoding, secret []byte, k int) string {
+	f := enc.EncodeToString(append(make([]byte, k, k+len(secret)), secret...))
+	// k bytes before: k+1 characters hold some of them (none at k = 0).
+	skip := 0
+	if k > 0 {
+		skip = k + 1
+	}
+	// The last character of a partial group mixes with the next byte.
+	end := len(f)
+	if (k+len(secret))%3 != 0 {
+		end--
+	}
+	if end-skip < minInnerLen {
+		return ""
+	}
+	return f[skip:end]
+}
+
+// innerLeads are the first leadLen bytes of secret's inner forms at
+// offsets 1 and 2, where a character before them mixes the secret with
+// the byte before, as each encoding of them that encodedForms lists
+// begins (a Redactor's layer keeps them for leadStart).
+func innerLeads(secret string) []string {
+	var out []string
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for k := 1; k < 3; k++ {
+			f := innerForm(enc, []byte(secret), k)
+			if f == "" {
+				continue
+			}
+			for _, e := range []string{f, url.QueryEscape(f), lowerHex(url.QueryEscape(f)), strings.ReplaceAll(f, "/", `\/`)} {
+				if len(e) >= leadLen {
+					out = append(out, e[:leadLen])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// leadLen is how much of an inner form leadStart looks at: minInnerLen
+// characters, the shortest form kept.
+const leadLen = minInnerLen
 
 // minInnerLen is the shortest innerForms kept.
 const minInnerLen = 6
