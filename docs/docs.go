@@ -2,14 +2,16 @@
 // published copy and the one in force are the same bytes.
 package docs
 
-// The with of each node type in workflow.schema.json is written from the
-// node types' specs (engine/with_specs.go).
+// workflow.schema.json is written whole from the specs the document is
+// checked by: the document's (engine/document/spec.go) and each node type's
+// with (Engine.WithSpecs).
 //go:generate go run ../internal/schemagen
 
 import _ "embed"
 
-// WorkflowSchema is the JSON Schema of the workflow document, the single
-// source of truth that request validation uses.
+// WorkflowSchema is the JSON Schema of the workflow document, generated
+// from the spec request validation walks, so that it says what the
+// runner enforces.
 //
 //go:embed workflow.schema.json
 var WorkflowSchema []byte

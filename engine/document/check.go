@@ -8,18 +8,16 @@ import (
 	"strings"
 )
 
-// Prepare, stage 2: check. A decoded document (decode.go) is held
-// to the rules of docs/workflow.schema.json without a generic JSON Schema
+// Prepare, stage 2: check. A decoded document (decode.go) is held to
+// the rules of docs/workflow.schema.json without a generic JSON Schema
 // pass: the same decisions, at the same paths, with the validator's
 // messages, to which a misspelt member adds a "did you mean" (nearMisses)
-// that no validator says. The schema stays the published contract; a
-// node type's with is checked by its With (with.go), from which the
-// schema's with definitions are generated too (internal/schemagen).
-// TestDocSchemaAgreesWithLibrary and FuzzDocSchema run both over a corpus
-// and fail on any difference, so a change to one without the other is
-// caught. The document and its nodes are read typed; a with, and the
-// members decode kept as decoded, are values as a json.Decoder with
-// UseNumber produces them.
+// that no validator says. The rules are not written here: the check walks
+// the spec the schema is generated from (internal/schemagen), the
+// document's (Workflow, spec.go) and each node type's With (with.go), so
+// the published contract and the check cannot differ. The document and its
+// nodes are read typed; a with, and the members decode kept as decoded,
+// are values as a json.Decoder with UseNumber produces them.
 
 // Parse decodes raw (stage 1) and checks it against the rules of
 // the workflow schema (stage 2). path is where the document sits in the request
@@ -105,31 +103,91 @@ func floatElem(e any) (f float64, num bool, bad string) {
 	return f, true, ""
 }
 
+// The document and its nodes are held partly typed (decode.go): their
+// check walks their spec (spec.go) as a with's does (with.go), taking
+// each member from where the decode put it. Which members it holds typed,
+// and by which bit, is the decode's to say (docTyped, nodeTyped).
+var (
+	docObject  = newTypedObject(Workflow.Fields, docTyped)
+	nodeObject = newTypedObject(node.Fields, nodeTyped)
+)
+
+// typedObject is the spec of an object the decode holds partly typed,
+// indexed once for its check, which runs for every node of every request.
+type typedObject struct {
+	fields []Field
+	// required are its required fields, each with the bit of its typed
+	// value (0: never typed).
+	required []typedField
+	// typed are the fields the decode holds typed, less those no rule
+	// could refuse as held: one of any value, and a with (held typed only
+	// when it is an object) whose type is any object.
+	typed []typedField
+}
+
+type typedField struct {
+	f   *Field
+	bit docMembers
+}
+
+func newTypedObject(fields []Field, typed map[string]docMembers) *typedObject {
+	o := &typedObject{fields: fields}
+	for i := range fields {
+		f := &fields[i]
+		bit := typed[f.Name]
+		if f.Required {
+			o.required = append(o.required, typedField{f, bit})
+		}
+		t := &f.Type
+		anyObject := t.Kind == Object && t.Fields == nil && t.Values == nil && !t.Template
+		if bit != 0 && t.Kind != Any && !(bit == hasWith && anyObject) {
+			o.typed = append(o.typed, typedField{f, bit})
+		}
+	}
+	return o
+}
+
+// missingOf reports the required members of o that an object lacks:
+// neither held typed (has) nor kept in rest.
+func (c *docChecker) missingOf(o *typedObject, has docMembers, rest map[string]any) {
+	var missing []string
+	for _, r := range o.required {
+		if has&r.bit != 0 {
+			continue
+		}
+		if _, ok := rest[r.f.Name]; !ok {
+			missing = append(missing, r.f.Name)
+		}
+	}
+	if missing != nil {
+		c.missing(missing)
+	}
+}
+
 func (c *docChecker) document(doc *Document) {
 	if !doc.isObject {
 		c.typeErr(doc.value, "object")
 		return
 	}
-	_, restNodes := doc.rest["nodes"]
-	if doc.has&hasNodes == 0 && !restNodes {
-		c.missing([]string{"nodes"})
-	}
-	if doc.has&hasID != 0 {
-		c.push("id")
-		c.min1(doc.ID)
+	c.missingOf(docObject, doc.has, doc.rest)
+	for _, m := range docObject.typed {
+		if doc.has&m.bit == 0 {
+			continue
+		}
+		c.push(m.f.Name)
+		switch m.bit {
+		case hasID:
+			c.text(&m.f.Type, doc.ID)
+		case hasNodes:
+			c.nodeList(doc.Nodes, m.f.Type.Kind == Nodes)
+		case hasInput:
+			c.value(&m.f.Type, rawKind(doc.Input))
+		case hasOutput:
+			c.value(&m.f.Type, rawKind(doc.Output))
+		}
 		c.pop()
 	}
-	if doc.has&hasNodes != 0 {
-		c.push("nodes")
-		c.nodeList(doc.Nodes, false)
-		c.pop()
-	}
-	if doc.has&hasInput != 0 {
-		c.push("input")
-		c.objectOrBool(rawKind(doc.Input))
-		c.pop()
-	}
-	c.known(doc.rest, (*docChecker).documentMember)
+	c.rest(docObject.fields, doc.rest)
 }
 
 // rawKind stands for the JSON type of raw, a value as written, in a check
@@ -161,31 +219,8 @@ func firstNonSpace(b []byte) byte {
 	return 0
 }
 
-// documentMember checks a document's member held as decoded.
-func (c *docChecker) documentMember(k string, val any) bool {
-	switch k {
-	case "$schema", "name", "description":
-		c.str(val)
-	case "id":
-		c.strMin1(val)
-	case "version":
-		if d, _, ok := jsonNumber(val); !ok || d.huge || d.cmp(decOne) != 0 {
-			c.fail("value must be %s", "1")
-		}
-	case "input":
-		c.objectOrBool(val)
-	case "nodes":
-		c.nodes(val, false)
-	case "output":
-	default:
-		return false
-	}
-	return true
-}
-
-// nodes checks an array of nodes held as decoded (a map's with.nodes, a
-// document's nodes that are not an array); nonEmpty is the map node's
-// minItems 1.
+// nodes checks an array of nodes held as decoded (a map's with.nodes);
+// nonEmpty is the map node's minItems 1.
 func (c *docChecker) nodes(v any, nonEmpty bool) {
 	a, ok := c.array(v)
 	if !ok {
@@ -206,77 +241,38 @@ func (c *docChecker) nodeList(nodes []Node, nonEmpty bool) {
 	}
 }
 
-func (c *docChecker) id(v any) {
-	if s, ok := c.str(v); ok {
-		c.idText(s)
-	}
-}
-
-// idText is id for a member decoded as a string.
-func (c *docChecker) idText(s string) {
-	c.pattern(s, idPattern, isNodeID(s))
-}
-
-func isNodeID(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b == '_' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z':
-		case i > 0 && (b == '-' || b >= '0' && b <= '9'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 func (c *docChecker) node(n *Node) {
 	if !n.isObject {
 		c.typeErr(n.value, "object")
 		return
 	}
-	_, restID := n.rest["id"]
-	_, restType := n.rest["type"]
-	withID, withType := n.has&hasID != 0 || restID, n.has&hasType != 0 || restType
-	switch {
-	case !withID && !withType:
-		c.missing([]string{"id", "type"})
-	case !withID:
-		c.missing([]string{"id"})
-	case !withType:
-		c.missing([]string{"type"})
-	}
-	if n.has&hasID != 0 {
-		c.push("id")
-		c.idText(n.ID)
+	c.missingOf(nodeObject, n.has, n.rest)
+	for _, m := range nodeObject.typed {
+		if n.has&m.bit == 0 {
+			continue
+		}
+		c.push(m.f.Name)
+		switch m.bit {
+		case hasID:
+			c.text(&m.f.Type, n.ID)
+		case hasType:
+			c.text(&m.f.Type, n.Type)
+		case hasWhen:
+			c.text(&m.f.Type, n.When)
+		case hasNeeds:
+			c.texts(&m.f.Type, n.Needs)
+		case hasWith:
+			c.value(&m.f.Type, n.With)
+		}
 		c.pop()
 	}
-	if n.has&hasType != 0 {
-		c.push("type")
-		c.min1(n.Type)
-		c.pop()
-	}
-	if n.has&hasWhen != 0 {
-		c.push("when")
-		c.min1(n.When)
-		c.pop()
-	}
-	if n.has&hasNeeds != 0 {
-		c.push("needs")
-		c.needList(n.Needs)
-		c.pop()
-	}
-	c.known(n.rest, (*docChecker).nodeMember)
+	c.rest(nodeObject.fields, n.rest)
 	// The schema's if/then: a rule applies when type is there and equal.
 	// A node without a type has no with to judge: "missing property
 	// 'type'" is its error, not every node type's complaint about its with.
 	typ, typOK := n.Type, n.has&hasType != 0
-	if !typOK && restType {
-		v := n.rest["type"]
-		typ, typOK = v.(string)
+	if !typOK {
+		typ, typOK = n.rest["type"].(string)
 	}
 	var with any
 	hasWith := n.has&hasWith != 0
@@ -294,54 +290,6 @@ func (c *docChecker) node(n *Node) {
 			c.with(w, with)
 			c.pop()
 		}
-	}
-}
-
-// nodeMember checks one member of a node held as decoded.
-func (c *docChecker) nodeMember(k string, val any) bool {
-	switch k {
-	case "id":
-		c.id(val)
-	case "type", "when":
-		c.strMin1(val)
-	case "name", "description":
-		c.str(val)
-	case "needs":
-		c.needs(val)
-	case "with":
-		c.object(val)
-	case "retry":
-		c.retry(val)
-	case "timeoutMs":
-		c.integer(val, decOne, nil)
-	case "onError":
-		c.enum(val, "fail", "continue")
-	default:
-		return false
-	}
-	return true
-}
-
-func (c *docChecker) needs(v any) {
-	a, ok := c.array(v)
-	if !ok {
-		return
-	}
-	if j, i := firstDuplicate(a); i >= 0 {
-		c.fail("items at %d and %d are equal", j, i)
-	}
-	c.items(a, (*docChecker).id)
-}
-
-// needList is needs for an array decoded as strings.
-func (c *docChecker) needList(needs []string) {
-	if j, i := firstDuplicateString(needs); i >= 0 {
-		c.fail("items at %d and %d are equal", j, i)
-	}
-	for i, s := range needs {
-		c.pushIdx(i)
-		c.idText(s)
-		c.pop()
 	}
 }
 
@@ -369,22 +317,6 @@ func firstDuplicateString(a []string) (int, int) {
 		seen[s] = i
 	}
 	return -1, -1
-}
-
-func (c *docChecker) retry(v any) {
-	c.members(v, nil, func(c *docChecker, k string, val any) bool {
-		switch k {
-		case "maxAttempts":
-			c.integer(val, decOne, &decTen)
-		case "backoffMs", "maxBackoffMs":
-			c.integer(val, decZero, nil)
-		case "factor":
-			c.number(val, &decOne)
-		default:
-			return false
-		}
-		return true
-	})
 }
 
 // checkDocumentSchema checks a decoded document and returns what failed,
@@ -440,6 +372,10 @@ func jsonTypeOf(v any) string {
 }
 
 func (c *docChecker) typeErr(v any, want string) {
+	if c.quiet > 0 {
+		c.fails++ // an alternative of an anyOf: no message, not even its arguments
+		return
+	}
 	c.fail("got %s, want %s", jsonTypeOf(v), want)
 }
 
@@ -469,13 +405,7 @@ func (c *docChecker) str(v any) (string, bool) {
 	return s, ok
 }
 
-func (c *docChecker) strMin1(v any) {
-	if s, ok := c.str(v); ok {
-		c.min1(s)
-	}
-}
-
-// min1 is strMin1 for a member decoded as a string.
+// min1 is the rule of a minLength of 1.
 func (c *docChecker) min1(s string) {
 	if s == "" {
 		c.fail("minLength: got %d, want %d", 0, 1)
@@ -508,31 +438,4 @@ func schemaQuote(s string) string {
 	s = strings.ReplaceAll(s, `\"`, `"`)
 	s = strings.ReplaceAll(s, `'`, `\'`)
 	return "'" + s[1:len(s)-1] + "'"
-}
-
-// members checks an object: that it has the required members, check on
-// each member, and that check knows every member. It returns the object
-// and whether v is one.
-func (c *docChecker) members(v any, required []string, check func(c *docChecker, k string, val any) bool) (map[string]any, bool) {
-	m, ok := c.object(v)
-	if !ok {
-		return nil, false
-	}
-	c.required(m, required...)
-	c.known(m, check)
-	return m, true
-}
-
-// known runs check on each member of m, at its path, and reports the
-// members check does not know as additional.
-func (c *docChecker) known(m map[string]any, check func(c *docChecker, k string, val any) bool) {
-	var extra []string
-	for k, val := range m {
-		c.push(k)
-		if !check(c, k, val) {
-			extra = append(extra, k)
-		}
-		c.pop()
-	}
-	c.additional(extra, check)
 }

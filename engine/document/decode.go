@@ -57,6 +57,13 @@ const (
 	hasOutput // document
 )
 
+// docTyped and nodeTyped are the members the decode holds typed, by name,
+// each with the bit recording it. The rest are kept as decoded.
+var (
+	docTyped  = map[string]docMembers{"id": hasID, "nodes": hasNodes, "input": hasInput, "output": hasOutput}
+	nodeTyped = map[string]docMembers{"id": hasID, "type": hasType, "when": hasWhen, "needs": hasNeeds, "with": hasWith}
+)
+
 // Node is one node as decoded. Retry, TimeoutMs and OnError are read
 // from rest (derive), where they are held as decoded for the check.
 type Node struct {

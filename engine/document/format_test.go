@@ -3,10 +3,18 @@ package document
 import (
 	"math"
 	"testing"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
+// printer is the JSON Schema validator's (santhosh-tekuri/jsonschema,
+// whose messages the check words as it does): x/text's English printer,
+// which schemaSprintf imitates so that x/text stays a test-only import.
+var printer = message.NewPrinter(language.English)
+
 // TestSchemaSprintf holds schemaSprintf to x/text's English printer (the
-// oracle's, schema_oracle_test.go) on the verbs and argument types the
+// validator's) on the verbs and argument types the
 // check passes: grouped integers, floats in both notations, signs,
 // fractions, the extremes of float64 and int, infinities and -0.
 func TestSchemaSprintf(t *testing.T) {

@@ -4,13 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 
-	"github.com/runnerd/lambda-runner/docs"
-	"github.com/runnerd/lambda-runner/engine/internal/doccorpus"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -36,33 +32,6 @@ func suggested(inv *protocol.Invalid) int {
 		}
 	}
 	return n
-}
-
-// TestMemberNamesAreTheSchemas: the names nearMisses asks the checks about
-// are exactly the member names docs/workflow.schema.json defines.
-func TestMemberNamesAreTheSchemas(t *testing.T) {
-	var root any
-	if err := json.Unmarshal(docs.WorkflowSchema, &root); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	doccorpus.WalkObjects(root, func(m map[string]any) {
-		if props, ok := m["properties"].(map[string]any); ok {
-			for k := range props {
-				seen[k] = true
-			}
-		}
-	})
-	var want []string
-	for k := range seen {
-		want = append(want, k)
-	}
-	sort.Strings(want)
-	got := slices.Clone(memberNames)
-	sort.Strings(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("memberNames %q\nschema's     %q", got, want)
-	}
 }
 
 // TestHostileNearMisses: the search for near misses, which a document

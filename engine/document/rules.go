@@ -11,12 +11,6 @@ import (
 // The primitives of the check (check.go): locations, failures
 // worded as the JSON Schema validator words them, and the rules on values.
 
-// Patterns of the schema, as the validator quotes them in messages.
-const (
-	idPattern       = `^[A-Za-z_][A-Za-z0-9_-]*$`
-	templatePattern = `\$\{\{`
-)
-
 // schemaLeaf is one failed rule: where, what, and the members a missing or
 // unknown member rule names (reported at the object, covering the member).
 // The document's check also says which members were missing, and which
@@ -62,46 +56,6 @@ func (c *docChecker) failMembers(msg string, members []string) {
 	c.leaves = append(c.leaves, schemaLeaf{loc: c.loc(), msg: msg, members: members})
 }
 
-// anyOf passes when one alternative does; otherwise every alternative's
-// failures are reported, as the validator does.
-func (c *docChecker) anyOf(v any, alts ...func(*docChecker, any)) {
-	c.quiet++
-	for _, alt := range alts {
-		before := c.fails
-		alt(c, v)
-		if c.fails == before {
-			c.quiet--
-			return
-		}
-	}
-	c.quiet--
-	if c.quiet > 0 {
-		return // the enclosing anyOf has counted the failure
-	}
-	for _, alt := range alts {
-		alt(c, v)
-	}
-}
-
-// items checks each item of a, located at its index.
-func (c *docChecker) items(a []any, check func(*docChecker, any)) {
-	for i, v := range a {
-		c.pushIdx(i)
-		check(c, v)
-		c.pop()
-	}
-}
-
-func (c *docChecker) required(m map[string]any, names ...string) {
-	var missing []string
-	for _, n := range names {
-		if _, ok := m[n]; !ok {
-			missing = append(missing, n)
-		}
-	}
-	c.missing(missing)
-}
-
 // missing reports required members that are absent.
 func (c *docChecker) missing(missing []string) {
 	switch len(missing) {
@@ -117,39 +71,31 @@ func (c *docChecker) missing(missing []string) {
 	}
 }
 
-// additional reports members no rule names; check is the object's rule on
-// a member, which knows the names that would have been accepted.
-func (c *docChecker) additional(extra []string, check func(c *docChecker, k string, val any) bool) {
+// additional reports the members of an object that none of its fields
+// names.
+func (c *docChecker) additional(extra []string, fields []Field) {
 	if len(extra) == 0 {
 		return
 	}
 	slices.Sort(extra)
 	c.failMembers(additionalMessage(extra), extra)
 	if c.quiet == 0 {
-		c.leaves[len(c.leaves)-1].near = c.nearMisses(extra, check)
+		c.leaves[len(c.leaves)-1].near = c.nearMisses(extra, fields)
 	}
 }
 
-// nearMisses pairs each of extra with the member check accepts that it is
-// a plausible typo of. The names check accepts are found by asking it of
-// each member name the schema has (memberNames), quietly: only on the way
-// to a 400.
-func (c *docChecker) nearMisses(extra []string, check func(c *docChecker, k string, val any) bool) []nearMiss {
+// nearMisses pairs each of extra with the field it is a plausible typo
+// of; only on the way to a 400. The fields' names are offered in order,
+// the first of equally near ones being the one suggested.
+func (c *docChecker) nearMisses(extra []string, fields []Field) []nearMiss {
 	if !c.nearPlace() {
 		return nil
 	}
-	var known []string
-	c.quiet++
-	fails := c.fails
-	for _, k := range memberNames {
-		c.push(k)
-		if check(c, k, nil) {
-			known = append(known, k)
-		}
-		c.pop()
+	known := make([]string, len(fields))
+	for i := range fields {
+		known[i] = fields[i].Name
 	}
-	c.fails = fails
-	c.quiet--
+	slices.Sort(known)
 	var near []nearMiss
 	for _, k := range extra[:min(len(extra), maxNearMissMembers)] {
 		if want := lang.Closest(k, known); want != "" {
@@ -177,56 +123,53 @@ const (
 	maxNearMissPlaces  = 64
 )
 
-// memberNames are the names of every member the workflow schema
-// (docs/workflow.schema.json) defines, at any depth.
-var memberNames = []string{
-	"$schema", "arguments", "backoffMs", "batchSize", "body", "code", "concurrency",
-	"content", "description", "distribute", "factor", "failOnStatus", "headers", "id",
-	"input", "invocations", "items", "json", "maxAttempts", "maxBackoffMs", "maxSteps",
-	"maxTokens", "message", "messages", "method", "name", "needs", "nodes", "onError",
-	"output", "prompt", "query", "responseType", "retry", "role", "system", "temperature",
-	"timeoutMs", "tool", "tools", "toolset", "toolsets", "type", "url", "value", "version",
-	"when", "with", "workflow",
-}
-
 func additionalMessage(names []string) string {
 	return schemaSprintf("additional properties %s not allowed", schemaJoinQuoted(names))
 }
 
-var (
-	decZero = decimal{}
-	decOne  = decimal{digits: "1"}
-	decTen  = decimal{digits: "1", exp: 1}
-)
-
-// integer checks an integer with a minimum and, when max is set, a maximum.
-func (c *docChecker) integer(v any, min decimal, max *decimal) {
+// integer checks an integer against t's Minimum and Maximum.
+func (c *docChecker) integer(v any, t *Type) {
 	d, text, ok := jsonNumber(v)
 	if !ok || !d.isInt() {
 		c.typeErr(v, "integer")
 		return
 	}
-	c.bounds(d, text, min, max)
+	c.atLeast(d, text, t.Minimum)
+	if t.Maximum != 0 && d.cmp(intDecimal(t.Maximum)) > 0 {
+		c.fail("maximum: got %v, want %v", decFloat(text), float64(t.Maximum))
+	}
 }
 
-func (c *docChecker) number(v any, min *decimal) {
+// number checks a number against t's Minimum, when Bounded.
+func (c *docChecker) number(v any, t *Type) {
 	d, text, ok := jsonNumber(v)
 	if !ok {
 		c.typeErr(v, "number")
 		return
 	}
-	if min != nil {
-		c.bounds(d, text, *min, nil)
+	if t.Bounded {
+		c.atLeast(d, text, t.Minimum)
 	}
 }
 
-func (c *docChecker) bounds(d decimal, text string, min decimal, max *decimal) {
-	if d.cmp(min) < 0 {
-		c.fail("minimum: got %v, want %v", decFloat(text), decFloat(min.String()))
+func (c *docChecker) atLeast(d decimal, text string, min int) {
+	if d.cmp(intDecimal(min)) < 0 {
+		c.fail("minimum: got %v, want %v", decFloat(text), float64(min))
 	}
-	if max != nil && d.cmp(*max) > 0 {
-		c.fail("maximum: got %v, want %v", decFloat(text), decFloat(max.String()))
+}
+
+// intDecimal is n as a decimal; the bounds of the spec are small.
+func intDecimal(n int) decimal {
+	switch n {
+	case 0:
+		return decimal{}
+	case 1:
+		return decimal{digits: "1"}
+	case 10:
+		return decimal{digits: "1", exp: 1}
 	}
+	d, _ := parseDecimal(strconv.Itoa(n))
+	return d
 }
 
 func (d decimal) String() string {

@@ -40,7 +40,7 @@ var modelFields = []document.Field{
 	{Name: "system", Type: document.Text, Doc: "The system prompt."},
 	{Name: "prompt", Type: document.Text, Doc: "The user prompt."},
 	{Name: "messages", Type: document.Type{Kind: document.Array, Items: &messageType, Template: true, TemplateFirst: true, Def: "messages"}, Doc: "The conversation so far."},
-	{Name: "temperature", Type: document.Type{Kind: document.Number, Template: true, Def: "numberOrTemplate"}, Doc: "The sampling temperature."},
+	{Name: "temperature", Type: document.NumberOrTemplate, Doc: "The sampling temperature."},
 	{Name: "maxTokens", Type: document.IntOrTemplate, Doc: "The most tokens the reply may have."},
 }
 

@@ -1,10 +1,15 @@
-// Command schemagen writes the with of each node type into
-// docs/workflow.schema.json from the specs of the node types an engine registers (Engine.WithSpecs,
-// engine/nodes and the engine's own map and workflow), in the order of their names:
-// the node schema's if/then rows, which pick each type's with and say
-// whether it is required, and the with.* definitions. The rest of the
-// file is kept as written. Run by go generate in docs/; the test fails
-// when the checked-in schema is not what it writes.
+// Command schemagen writes docs/workflow.schema.json, all of it, from the
+// specs the document is checked by: the document's own (document.Workflow:
+// its members, a node's, retry's and the named types they share) and the
+// with of each node type an engine registers (Engine.WithSpecs: engine/nodes
+// and the engine's own map and workflow), in the order of their names: the
+// node schema's if/then rows, which pick each type's with and say whether
+// it is required, and the with.* definitions. Run by go generate in docs/;
+// TestSchemaIsGenerated fails when the checked-in schema is not what it
+// writes.
+//
+// docs/execution.schema.json is written by hand: it holds no rule of the
+// workflow document, to which it refers by $ref (TestExecutionSchemaRefersToWorkflow).
 package main
 
 import (
@@ -26,107 +31,176 @@ import (
 func main() {
 	log.SetFlags(0)
 	const file = "workflow.schema.json" // go generate runs in docs/
-	old, err := os.ReadFile(file)
-	if err != nil {
-		log.Fatal(err)
-	}
-	out, err := generate(old, specs())
+	out, err := generate(&document.Workflow, specs())
 	if err != nil {
 		log.Fatalf("%s: %v", file, err)
 	}
-	if !bytes.Equal(out, old) {
-		if err := os.WriteFile(file, out, 0o644); err != nil {
-			log.Fatal(err)
-		}
+	if old, err := os.ReadFile(file); err == nil && bytes.Equal(out, old) {
+		return
+	}
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		log.Fatal(err)
 	}
 }
 
 // specs returns the with of every built-in node type.
 func specs() document.Withs { return engine.New(engine.Limits{}).WithSpecs() }
 
-// The generated parts of the schema, found by these lines.
-const (
-	allOfStart = "      \"allOf\": [\n"
-	allOfEnd   = "      ]\n"
-	defsStart  = "    \"with." // the first with definition, up to the end of $defs
-	fileEnd    = "  }\n}\n"
-)
-
-// generate returns schema with its generated parts written from withs,
-// in the order of their node types' names.
-func generate(schema []byte, withs document.Withs) ([]byte, error) {
-	kinds := slices.Sorted(maps.Keys(withs))
-	s := string(schema)
-	i := strings.Index(s, allOfStart)
-	if i < 0 {
-		return nil, fmt.Errorf("no node allOf")
-	}
-	j := strings.Index(s[i:], allOfEnd)
-	k := strings.Index(s, defsStart)
-	if j < 0 || k < i || !strings.HasSuffix(s, fileEnd) {
-		return nil, fmt.Errorf("the with definitions are not where they were")
-	}
-	j += i
-	// A definition the hand-written part holds is referred to, not
-	// written again.
-	defined := func(name string) bool {
-		return strings.Contains(s[:k], "\n    "+strconv.Quote(name)+": ")
-	}
-	var rows, defs strings.Builder
-	written := map[string]bool{}
-	for n, kind := range kinds {
-		w := withs[kind]
-		if w == nil {
+// generate returns the JSON Schema of s, its nodes' withs being withs.
+func generate(s *document.Schema, withs document.Withs) ([]byte, error) {
+	g := &gen{withs: withs, kinds: slices.Sorted(maps.Keys(withs)), defs: map[string]string{}, refs: map[string]bool{}}
+	for _, kind := range g.kinds {
+		if withs[kind] == nil {
 			return nil, fmt.Errorf("no with for %q", kind)
 		}
+	}
+	var defs block
+	for _, t := range s.Defs {
+		if t.Def == "" {
+			return nil, fmt.Errorf("a definition without a name (%v)", t.Kind)
+		}
+		defs = g.define(defs, t)
+	}
+	// Each with's named types, each once, before the first with using it.
+	for _, kind := range g.kinds {
+		for _, t := range named(withs[kind].Fields, nil) {
+			defs = g.define(defs, t)
+		}
+		defs = g.add(defs, "with."+kind, g.object(&document.Type{Kind: document.Object, Fields: withs[kind].Fields}, true))
+	}
+	root := block{
+		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+		{"$id", s.ID},
+		{"title", s.Title},
+		{"description", s.Doc},
+	}
+	root = append(root, g.object(&document.Type{Kind: document.Object, Fields: s.Fields}, true)...)
+	root = append(root, kv{"$defs", defs})
+	if g.err != nil {
+		return nil, g.err
+	}
+	for _, ref := range slices.Sorted(maps.Keys(g.refs)) {
+		if _, ok := g.defs[ref]; !ok {
+			return nil, fmt.Errorf("#/$defs/%s is referred to, not defined", ref)
+		}
+	}
+	var b strings.Builder
+	write(&b, root, "")
+	b.WriteByte('\n')
+	return []byte(b.String()), nil
+}
+
+// gen is one generation: the definitions written, by name (as their
+// text, to catch two types of one name), and those referred to.
+type gen struct {
+	withs document.Withs
+	kinds []string
+	defs  map[string]string
+	refs  map[string]bool
+	err   error
+}
+
+// define appends t's definition to defs, unless one of its name is there
+// already, which must then be the same.
+func (g *gen) define(defs block, t *document.Type) block {
+	var body any
+	if (t.Kind == document.Object || t.Kind == document.OneNode) && t.Fields != nil && !t.Template {
+		body = g.object(t, true)
+	} else {
+		body = g.typeSchema(t, false)
+	}
+	return g.add(defs, t.Def, body)
+}
+
+// add appends the definition of name, body, to defs, unless name is
+// defined already, which must then be the same.
+func (g *gen) add(defs block, name string, body any) block {
+	var text strings.Builder
+	write(&text, body, "")
+	if old, ok := g.defs[name]; ok {
+		if old != text.String() && g.err == nil {
+			g.err = fmt.Errorf("two types are named %q: %s and %s", name, old, text.String())
+		}
+		return defs
+	}
+	g.defs[name] = text.String()
+	return append(defs, kv{name, body})
+}
+
+// named lists the named types under fields, in the order met, each once.
+func named(fields []document.Field, seen []*document.Type) []*document.Type {
+	var walk func(t *document.Type)
+	walk = func(t *document.Type) {
+		if t == nil {
+			return
+		}
+		if t.Def != "" {
+			if slices.ContainsFunc(seen, func(s *document.Type) bool { return s.Def == t.Def }) {
+				return
+			}
+			seen = append(seen, t)
+		}
+		walk(t.Items)
+		walk(t.Values)
+		for i := range t.Fields {
+			walk(&t.Fields[i].Type)
+		}
+	}
+	for i := range fields {
+		walk(&fields[i].Type)
+	}
+	return seen
+}
+
+// object is the members of an object type's schema (a Node's with its
+// if/then rows), its properties one a line when lines.
+func (g *gen) object(t *document.Type, lines bool) block {
+	o := block{{"type", "object"}}
+	if req := required(t.Fields); req != nil {
+		o = append(o, kv{"required", req})
+	}
+	props := block{}
+	for i := range t.Fields {
+		props = append(props, kv{t.Fields[i].Name, g.fieldSchema(&t.Fields[i])})
+	}
+	if lines {
+		o = append(o, kv{"properties", props})
+	} else {
+		o = append(o, kv{"properties", obj(props)})
+	}
+	o = append(o, kv{"additionalProperties", false})
+	if t.Kind == document.OneNode {
+		if lines {
+			o = append(o, kv{"allOf", list(g.rows())})
+		} else {
+			o = append(o, kv{"allOf", g.rows()})
+		}
+	}
+	return o
+}
+
+// rows are the node schema's if/then rows: a node of each type has its
+// type's with, and has one when it is required.
+func (g *gen) rows() []any {
+	var rows []any
+	for _, kind := range g.kinds {
+		w := g.withs[kind]
 		then := obj{}
 		if w.Required {
 			then = append(then, kv{"required", []any{"with"}})
 		}
-		then = append(then, kv{"properties", obj{{"with", obj{{"$ref", "#/$defs/with." + kind}}}}})
-		row := obj{
+		then = append(then, kv{"properties", obj{{"with", g.ref("with." + kind)}}})
+		rows = append(rows, obj{
 			{"if", obj{{"required", []any{"type"}}, {"properties", obj{{"type", obj{{"const", kind}}}}}}},
 			{"then", then},
-		}
-		rows.WriteString("        ")
-		write(&rows, row)
-		if n < len(kinds)-1 {
-			rows.WriteByte(',')
-		}
-		rows.WriteByte('\n')
-		// Named types first, each once, before the first with using it.
-		for _, f := range w.Fields {
-			if d := f.Type.Def; d != "" && !written[d] && !defined(d) {
-				written[d] = true
-				defs.WriteString("    " + strconv.Quote(d) + ": ")
-				write(&defs, typeSchema(&f.Type, false))
-				defs.WriteString(",\n")
-			}
-		}
-		defs.WriteString("    " + strconv.Quote("with."+kind) + ": {\n")
-		defs.WriteString("      \"type\": \"object\",\n")
-		if req := required(w.Fields); req != nil {
-			defs.WriteString("      \"required\": ")
-			write(&defs, req)
-			defs.WriteString(",\n")
-		}
-		defs.WriteString("      \"properties\": {\n")
-		for m := range w.Fields {
-			f := &w.Fields[m]
-			defs.WriteString("        " + strconv.Quote(f.Name) + ": ")
-			write(&defs, fieldSchema(f))
-			if m < len(w.Fields)-1 {
-				defs.WriteByte(',')
-			}
-			defs.WriteByte('\n')
-		}
-		defs.WriteString("      },\n      \"additionalProperties\": false\n    }")
-		if n < len(kinds)-1 {
-			defs.WriteByte(',')
-		}
-		defs.WriteByte('\n')
+		})
 	}
-	return []byte(s[:i+len(allOfStart)] + rows.String() + s[j:k] + defs.String() + fileEnd), nil
+	return rows
+}
+
+func (g *gen) ref(name string) obj {
+	g.refs[name] = true
+	return obj{{"$ref", "#/$defs/" + name}}
 }
 
 func required(fields []document.Field) []any {
@@ -140,8 +214,8 @@ func required(fields []document.Field) []any {
 }
 
 // fieldSchema is a member's schema: its type's, its default and its doc.
-func fieldSchema(f *document.Field) obj {
-	o := typeSchema(&f.Type, true)
+func (g *gen) fieldSchema(f *document.Field) obj {
+	o := g.typeSchema(&f.Type, true)
 	if f.Default != "" {
 		o = append(o, kv{"default", raw(f.Default)})
 	}
@@ -151,11 +225,11 @@ func fieldSchema(f *document.Field) obj {
 	return o
 }
 
-// typeSchema is t's schema; ref refers to a named type rather than
-// writing it.
-func typeSchema(t *document.Type, ref bool) obj {
+// typeSchema is t's schema on one line; ref refers to a named type rather
+// than writing it.
+func (g *gen) typeSchema(t *document.Type, ref bool) obj {
 	if ref && t.Def != "" {
-		return obj{{"$ref", "#/$defs/" + t.Def}}
+		return g.ref(t.Def)
 	}
 	var o obj
 	switch t.Kind {
@@ -170,31 +244,36 @@ func typeSchema(t *document.Type, ref bool) obj {
 		}
 	case document.Integer:
 		o = obj{{"type", "integer"}, {"minimum", t.Minimum}}
+		if t.Maximum != 0 {
+			o = append(o, kv{"maximum", t.Maximum})
+		}
 	case document.Number:
 		o = obj{{"type", "number"}}
+		if t.Bounded {
+			o = append(o, kv{"minimum", t.Minimum})
+		}
+	case document.Const:
+		o = obj{{"const", t.Value}}
 	case document.Boolean:
 		o = obj{{"type", "boolean"}}
-	case document.Object:
-		o = obj{{"type", "object"}}
+	case document.Object, document.OneNode:
 		switch {
 		case t.Fields != nil:
-			if req := required(t.Fields); req != nil {
-				o = append(o, kv{"required", req})
-			}
-			props := obj{}
-			for i := range t.Fields {
-				props = append(props, kv{t.Fields[i].Name, fieldSchema(&t.Fields[i])})
-			}
-			o = append(o, kv{"properties", props}, kv{"additionalProperties", false})
+			o = obj(g.object(t, false))
 		case t.Values != nil:
-			o = append(o, kv{"additionalProperties", typeSchema(t.Values, true)})
+			o = obj{{"type", "object"}, {"additionalProperties", g.typeSchema(t.Values, true)}}
+		default:
+			o = obj{{"type", "object"}}
 		}
 	case document.ObjectOrBool:
 		o = obj{{"type", []any{"object", "boolean"}}}
 	case document.Array:
 		o = obj{{"type", "array"}}
 		if t.Items != nil {
-			o = append(o, kv{"items", typeSchema(t.Items, true)})
+			o = append(o, kv{"items", g.typeSchema(t.Items, true)})
+		}
+		if t.Unique {
+			o = append(o, kv{"uniqueItems", true})
 		}
 	case document.Enum:
 		enum := make([]any, len(t.Enum))
@@ -203,20 +282,30 @@ func typeSchema(t *document.Type, ref bool) obj {
 		}
 		o = obj{{"enum", enum}}
 	case document.Nodes:
-		o = obj{{"type", "array"}, {"minItems", 1}, {"items", obj{{"$ref", "#/$defs/node"}}}}
+		o = obj{{"type", "array"}, {"minItems", 1}, {"items", g.ref("node")}}
+	default:
+		if g.err == nil {
+			g.err = fmt.Errorf("no schema for kind %d", t.Kind)
+		}
 	}
 	if !t.Template {
 		return o
 	}
-	tmpl := obj{{"$ref", "#/$defs/template"}}
+	tmpl := g.ref("template")
 	if t.TemplateFirst {
 		return obj{{"anyOf", []any{tmpl, o}}}
 	}
 	return obj{{"anyOf", []any{o, tmpl}}}
 }
 
-// obj is a JSON object that keeps its members' order.
+// obj is a JSON object that keeps its members' order, written on one line.
 type obj []kv
+
+// block is an obj written one member a line.
+type block []kv
+
+// list is an array written one item a line.
+type list []any
 
 type kv struct {
 	k string
@@ -226,18 +315,45 @@ type kv struct {
 // raw is JSON text written as it is.
 type raw string
 
-// write writes v as the schema's hand-written lines are: on one line, ", "
-// between items and ": " after keys.
-func write(b *strings.Builder, v any) {
+// write writes v as the schema's lines are: an obj and an array on one
+// line, ", " between items and ": " after keys; a block and a list one
+// member or item a line, under indent.
+func write(b *strings.Builder, v any, indent string) {
 	switch v := v.(type) {
+	case block:
+		if len(v) == 0 {
+			b.WriteString("{}")
+			return
+		}
+		b.WriteString("{\n")
+		for i, m := range v {
+			b.WriteString(indent + "  " + jsonString(m.k) + ": ")
+			write(b, m.v, indent+"  ")
+			if i < len(v)-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(indent + "}")
+	case list:
+		b.WriteString("[\n")
+		for i, e := range v {
+			b.WriteString(indent + "  ")
+			write(b, e, indent+"  ")
+			if i < len(v)-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(indent + "]")
 	case obj:
 		b.WriteByte('{')
 		for i, m := range v {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(strconv.Quote(m.k) + ": ")
-			write(b, m.v)
+			b.WriteString(jsonString(m.k) + ": ")
+			write(b, m.v, indent)
 		}
 		b.WriteByte('}')
 	case []any:
@@ -246,7 +362,7 @@ func write(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			write(b, e)
+			write(b, e, indent)
 		}
 		b.WriteByte(']')
 	case string:
