@@ -82,7 +82,7 @@ func RegisterKind(name string, k Kind) {
 // New returns an engine with the registered node types (see
 // RegisterKind).
 func New(limits Limits) *Engine {
-	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: plancache.New[planEnv, compiled]()}
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: plancache.New()}
 	registered.Lock()
 	e.kinds = maps.Clone(registered.kinds)
 	registered.Unlock()
