@@ -58,7 +58,7 @@ func (e *Engine) WaitClosed() {
 var registered = struct {
 	sync.Mutex
 	kinds map[string]Kind
-}{kinds: map[string]Kind{"map": mapKind{}, "workflow": workflowKind{}}}
+}{kinds: map[string]Kind{"map": &mapKind{}, "workflow": &workflowKind{}}}
 
 // RegisterKind makes the node type name available to every engine New
 // returns from then on. It is meant to be called from the init function
