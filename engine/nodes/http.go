@@ -18,9 +18,9 @@ import (
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/engine/secrets"
+	"github.com/runnerd/lambda-runner/internal/httpfield"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
-	"golang.org/x/net/http/httpguts"
 )
 
 // httpKind sends one HTTP request through the execution's guarded egress
@@ -239,7 +239,7 @@ func policyRefuses(p protocol.HTTPPolicy, host string) string {
 
 func prepareLiteralMethod(c *engine.Compiler, m string) {
 	// A method is an RFC 9110 token, the syntax of a field name too.
-	if !httpguts.ValidHeaderFieldName(m) {
+	if !httpfield.ValidName(m) {
 		c.Errorf("method", "node %q: %s is not an HTTP method", c.NodeID(), quote(m))
 		return
 	}
