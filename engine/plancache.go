@@ -55,24 +55,25 @@ type (
 // planEnvs holds one *planEnv for each env a plan was looked up or kept
 // under, so that equal envs are the same pointer, the cache's key. An
 // engine's limits and sandbox are its configuration, not a request's:
-// the set stays as small as the configurations a process runs.
+// the list is as long as the configurations a process runs, one or two,
+// and a map would cost more of the bootstrap than it saves.
 var planEnvs struct {
 	sync.Mutex
-	m map[planEnv]*planEnv
+	list []*planEnv
 }
 
 // key returns the one *planEnv equal to env.
 func (env planEnv) key() *planEnv {
 	planEnvs.Lock()
-	defer planEnvs.Unlock()
-	k := planEnvs.m[env]
-	if k == nil {
-		if planEnvs.m == nil {
-			planEnvs.m = map[planEnv]*planEnv{}
+	for _, k := range planEnvs.list {
+		if *k == env {
+			planEnvs.Unlock()
+			return k
 		}
-		k = &env
-		planEnvs.m[env] = k
 	}
+	k := &env
+	planEnvs.list = append(planEnvs.list, k)
+	planEnvs.Unlock()
 	return k
 }
 
