@@ -58,7 +58,7 @@ func (e *Engine) WaitClosed() {
 var registered = struct {
 	sync.Mutex
 	kinds map[string]Kind
-}{kinds: map[string]Kind{"map": mapKind{}, "workflow": workflowKind{}}}
+}{kinds: map[string]Kind{"map": &mapKind{}, "workflow": &workflowKind{}}}
 
 // RegisterKind makes the node type name available to every engine New
 // returns from then on. It is meant to be called from the init function
@@ -82,7 +82,7 @@ func RegisterKind(name string, k Kind) {
 // New returns an engine with the registered node types (see
 // RegisterKind).
 func New(limits Limits) *Engine {
-	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: plancache.New[planEnv, compiled]()}
+	e := &Engine{Limits: limits, Logger: slog.New(slog.DiscardHandler), defaultClients: &models.Clients{}, closing: &sync.WaitGroup{}, plans: plancache.New()}
 	registered.Lock()
 	e.kinds = maps.Clone(registered.kinds)
 	registered.Unlock()

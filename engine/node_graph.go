@@ -25,7 +25,7 @@ var mapWith = document.With{Required: true, Doc: "A sub-graph run once per item.
 	}}, Literal: true, Doc: "Run the items in batches, each in another invocation of the runner's function (docs/workflows.md, Distributed maps). Only on a top-level map, and only when the runner's constraints.maxFanOutInvocations is above 0."},
 }}
 
-func (mapKind) With() *document.With { return &mapWith }
+func (*mapKind) With() *document.With { return &mapWith }
 
 type mapStep struct {
 	sub       *graph
@@ -34,7 +34,7 @@ type mapStep struct {
 	dist      *distribution // with.distribute; nil runs in process
 }
 
-func (mapKind) Prepare(c *Compiler) Step {
+func (*mapKind) Prepare(c *Compiler) Step {
 	c.With("nodes", "output", "distribute")
 	dist := prepareDistribute(c)
 	// A literal array is known now: refuse it before acceptance rather than
@@ -210,9 +210,9 @@ var workflowWith = document.With{Required: true, Doc: "A child workflow, run as 
 	{Name: "input", Type: document.AnyValue, Doc: "The child's input."},
 }}
 
-func (workflowKind) With() *document.With { return &workflowWith }
+func (*workflowKind) With() *document.With { return &workflowWith }
 
-func (workflowKind) Prepare(c *Compiler) Step {
+func (*workflowKind) Prepare(c *Compiler) Step {
 	c.With()
 	if id, ok := c.Literal("workflow"); ok {
 		if c.childDocs()[id] == nil {

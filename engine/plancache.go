@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -31,21 +33,48 @@ import (
 // of distinct documents only evict each other.
 
 // planEnv is what else than its document a compile reads of the engine:
-// a plan is found only under the same limits and sandbox.
+// a plan is found only under the same limits and sandbox. The cache holds
+// its key (planEnv.key), a pointer, which goes into the cache's interface
+// without an allocation the struct would cost every request.
 type planEnv struct {
 	limits Limits
 	code   bool
 }
 
-// compiled is what a plan keeps of a compile.
+// compiled is what a plan keeps of a compile, as its Value.
 type compiled struct {
 	g      *graph
 	fanout bool // a map distributes
 }
 
 type (
-	planCache = plancache.Cache[planEnv, compiled]
-	plan      = plancache.Plan[planEnv, compiled]
+	planCache = plancache.Cache
+	plan      = plancache.Plan
 )
+
+// planEnvs holds one *planEnv for each env a plan was looked up or kept
+// under, so that equal envs are the same pointer, the cache's key. An
+// engine's limits and sandbox are its configuration, not a request's:
+// the list is as long as the configurations a process runs, one or two,
+// and a map would cost more of the bootstrap than it saves.
+var planEnvs struct {
+	sync.Mutex
+	list []*planEnv
+}
+
+// key returns the one *planEnv equal to env.
+func (env planEnv) key() *planEnv {
+	planEnvs.Lock()
+	for _, k := range planEnvs.list {
+		if *k == env {
+			planEnvs.Unlock()
+			return k
+		}
+	}
+	k := &env
+	planEnvs.list = append(planEnvs.list, k)
+	planEnvs.Unlock()
+	return k
+}
 
 var _ protocol.KnownWorkflow = (*plan)(nil)

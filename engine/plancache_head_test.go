@@ -18,7 +18,7 @@ func keep(t *testing.T, e *Engine, doc, body string) *plan {
 		}
 	}
 	l := e.Limits.WithDefaults()
-	pl := e.plans.Get([]byte(doc), planEnv{l, false})
+	pl := e.plans.Get([]byte(doc), planEnv{l, false}.key())
 	if pl == nil {
 		t.Fatal("no plan kept")
 	}
@@ -75,7 +75,7 @@ func TestPlanCacheHeadServes(t *testing.T) {
 	pl := keep(t, e, doc, reqBody(doc, ""))
 	l := e.Limits.WithDefaults()
 	rest := []byte(doc + `,"input":{}}`)
-	if got := e.plans.Lookup(rest, planEnv{l, false}); got != pl {
+	if got := e.plans.Lookup(rest, planEnv{l, false}.key()); got != pl {
 		t.Fatalf("lookup found %p, want the kept plan %p", got, pl)
 	}
 	other := l
@@ -92,7 +92,7 @@ func TestPlanCacheHeadServes(t *testing.T) {
 		{"shorter than the head", []byte(doc[:plancache.HeadLen-1]), l, false},
 		{"other first bytes", append([]byte(`{ `), doc[1:]...), l, false},
 	} {
-		if got := e.plans.Lookup(tt.rest, planEnv{tt.limits, tt.code}); got != nil {
+		if got := e.plans.Lookup(tt.rest, planEnv{tt.limits, tt.code}.key()); got != nil {
 			t.Errorf("%s: lookup found a plan", tt.name)
 		}
 	}
@@ -103,7 +103,7 @@ func TestPlanCacheHeadServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.discard()
-	if x.g != pl.Value.g {
+	if x.g != pl.Value.(*compiled).g {
 		t.Fatal("the request was compiled anew, not served from the kept plan")
 	}
 }

@@ -133,7 +133,7 @@ func TestPlanCacheAgrees(t *testing.T) {
 				t.Fatalf("%.300s: the second sighting gave %v, the first %v", body, again, first)
 			}
 			req, _ := protocol.DecodeRequest(body)
-			kept := req != nil && warm.plans.Get(req.Workflow, planEnv{limits, false}) != nil
+			kept := req != nil && warm.plans.Get(req.Workflow, planEnv{limits, false}.key()) != nil
 			second := prepareOutcome(t, warm, body, run)
 			if want.late || first.late || second.late {
 				late++

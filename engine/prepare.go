@@ -100,7 +100,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 		case *plan: // found by the body's decoder (Engine.check)
 			pl = v
 		case nil:
-			pl = plans.Get(req.Workflow, planEnv{p.limits, e.Services.Code != nil})
+			pl = plans.Get(req.Workflow, planEnv{p.limits, e.Services.Code != nil}.key())
 		}
 	}
 	var doc *document.Document
@@ -135,7 +135,8 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 	defer func() { x.fanout = p.fanout }()
 	switch {
 	case pl != nil:
-		x.g, p.fanout = pl.Value.g, pl.Value.fanout
+		c := pl.Value.(*compiled)
+		x.g, p.fanout = c.g, c.fanout
 	case doc == nil:
 		return x
 	default:
@@ -153,7 +154,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 		return x
 	}
 	if plans != nil && pl == nil && !p.impure {
-		plans.Put(req.Workflow, planEnv{p.limits, e.Services.Code != nil}, compiled{x.g, p.fanout}, plancache.Bound(p.limits.MemoryMB))
+		plans.Put(req.Workflow, planEnv{p.limits, e.Services.Code != nil}.key(), &compiled{x.g, p.fanout}, plancache.Bound(p.limits.MemoryMB))
 		p.detach()
 	}
 	x.secretValues = make(map[string]any, len(req.Runtime.HTTP.Secrets))

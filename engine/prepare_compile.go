@@ -181,7 +181,7 @@ func (p *prep) compileNode(g *graph, i int, nd *document.Node, np *nodePrep, ite
 // does not say it is pure (PureKind) may read anything.
 func pureKind(k Kind) bool {
 	switch k := k.(type) {
-	case mapKind:
+	case *mapKind:
 		return true
 	case PureKind:
 		return k.Pure()

@@ -108,15 +108,15 @@ func (e *Engine) check(body []byte, bare, run bool) (x *Execution, d *document.P
 		// A document whose plan is cached is not decoded (prepare finds
 		// the plan as the request's WorkflowValue), nor, when the cache
 		// finds it by its first bytes, even read to its end.
-		decode, code := dec.Workflow, e.Services.Code != nil
+		decode, env := dec.Workflow, planEnv{l, e.Services.Code != nil}.key()
 		dec.Known = func(rest []byte) (protocol.KnownWorkflow, int) {
-			if pl := e.plans.Lookup(rest, planEnv{l, code}); pl != nil {
+			if pl := e.plans.Lookup(rest, env); pl != nil {
 				return pl, pl.Len()
 			}
 			return nil, 0
 		}
 		dec.Workflow = func(raw []byte) (any, error) {
-			if pl := e.plans.Get(raw, planEnv{l, code}); pl != nil {
+			if pl := e.plans.Get(raw, env); pl != nil {
 				return pl, nil
 			}
 			return decode(raw)

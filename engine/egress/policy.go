@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/glob"
+	"github.com/runnerd/lambda-runner/internal/httpfield"
 	"github.com/runnerd/lambda-runner/protocol"
-	"golang.org/x/net/http/httpguts"
 )
 
 // policyPath is where the policy sits in the execution request, for
@@ -50,7 +50,7 @@ func compilePolicy(p protocol.HTTPPolicy) (policy, error) {
 	out.allow = hosts("allowHosts", p.AllowHosts)
 	out.deny = hosts("denyHosts", p.DenyHosts)
 	for i, m := range p.Methods {
-		if !httpguts.ValidHeaderFieldName(m) {
+		if !httpfield.ValidName(m) {
 			bad(fmt.Sprintf("methods[%d]", i), "%q is not a valid HTTP method", m)
 			continue
 		}

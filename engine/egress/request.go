@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerd/lambda-runner/internal/httpfield"
 	"github.com/runnerd/lambda-runner/protocol"
-	"golang.org/x/net/http/httpguts"
 )
 
 // Response types accepted in Request.ResponseType.
@@ -73,7 +73,7 @@ func normMethod(m string) (string, error) {
 	if m == "" {
 		return http.MethodGet, nil
 	}
-	if !httpguts.ValidHeaderFieldName(m) {
+	if !httpfield.ValidName(m) {
 		return "", failed("invalid HTTP method")
 	}
 	m = strings.ToUpper(m)
@@ -94,7 +94,7 @@ func buildHeader(r *Request) (http.Header, error) {
 	sort.Strings(names) // deterministic order when two names differ in case only
 	for _, k := range names {
 		v := r.Headers[k]
-		if !httpguts.ValidHeaderFieldName(k) {
+		if !httpfield.ValidName(k) {
 			return nil, failed("header name %q is not valid", k)
 		}
 		if http.CanonicalHeaderKey(k) == "Host" {

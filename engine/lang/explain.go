@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -354,35 +356,69 @@ var goWords = regexp.MustCompile(`interface ?\{|map\[|\[\]|\b(u?int(8|16|32|64)?
 // compileReasons are what expr's type check says of an expression before
 // it runs (its operands' static types), in the language's words: tried
 // before reasons, which also serve what both say alike (an argument of
-// the wrong type to a builtin).
-var compileReasons = []reason{
-	{regexp.MustCompile(`^invalid operation: (\S+) \(mismatched types (.+) and (.+)\)$`), func(m []string, _ ast.Node) string {
-		l, op, r := typeWordOrValue(m[2]), m[1], typeWordOrValue(m[3])
-		switch {
-		case comparisons[op]:
-			return fmt.Sprintf("cannot compare %s %s %s (< > <= >= compare two numbers, two strings or two dates)", withArticle(l), op, withArticle(r))
-		case op == "in" || op == "not in":
-			return fmt.Sprintf("%s needs an array or an object on its right, got %s", op, withArticle(r))
-		case op == "matches" || op == "contains" || op == "startsWith" || op == "endsWith":
-			return fmt.Sprintf("%s takes two strings, got %s and %s", op, withArticle(l), withArticle(r))
-		}
-		return fmt.Sprintf("cannot compute %s %s %s", withArticle(l), op, withArticle(r))
-	}},
-	{regexp.MustCompile(`^invalid operation: (\S+) \(mismatched type (.+)\)$`), func(m []string, _ ast.Node) string {
-		return fmt.Sprintf("cannot apply %s to %s", m[1], withArticle(typeWordOrValue(m[2])))
-	}},
+// the wrong type to a builtin). They are compiled on the first compile
+// error, not at start: every cold start would pay for their regular
+// expressions (about 330 allocations) and few processes see one.
+var compileReasons struct {
+	once sync.Once
+	list []reason
 }
 
-// exprPosition is the position expr appends to a message, " (1:7)".
-var exprPosition = regexp.MustCompile(` \(\d+:\d+\)$`)
+func initCompileReasons() {
+	compileReasons.list = []reason{
+		{regexp.MustCompile(`^invalid operation: (\S+) \(mismatched types (.+) and (.+)\)$`), func(m []string, _ ast.Node) string {
+			// Each operand's words are made once: withArticle is inlined
+			// at every call.
+			op, l, r := m[1], withArticle(typeWordOrValue(m[2])), withArticle(typeWordOrValue(m[3]))
+			switch {
+			case comparisons[op]:
+				return fmt.Sprintf("cannot compare %s %s %s (< > <= >= compare two numbers, two strings or two dates)", l, op, r)
+			case op == "in" || op == "not in":
+				return fmt.Sprintf("%s needs an array or an object on its right, got %s", op, r)
+			case op == "matches" || op == "contains" || op == "startsWith" || op == "endsWith":
+				return fmt.Sprintf("%s takes two strings, got %s and %s", op, l, r)
+			}
+			return fmt.Sprintf("cannot compute %s %s %s", l, op, r)
+		}},
+		{regexp.MustCompile(`^invalid operation: (\S+) \(mismatched type (.+)\)$`), func(m []string, _ ast.Node) string {
+			return fmt.Sprintf("cannot apply %s to %s", m[1], withArticle(typeWordOrValue(m[2])))
+		}},
+	}
+}
+
+// exprPosition returns the position expr appends to a message, " (1:7)",
+// or "" when msg ends with none: what ` \(\d+:\d+\)$` matches, without a
+// regular expression to compile at start.
+func exprPosition(msg string) string {
+	i := strings.LastIndex(msg, " (")
+	if i < 0 || !strings.HasSuffix(msg, ")") {
+		return ""
+	}
+	line, col, ok := strings.Cut(msg[i+2:len(msg)-1], ":")
+	if !ok || !isDigits(line) || !isDigits(col) {
+		return ""
+	}
+	return msg[i:]
+}
+
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // rephraseCompile puts the first line of an expr compile error in the
 // language's words, keeping its position.
 func rephraseCompile(msg string) string {
 	msg = strings.TrimSpace(msg)
-	pos := exprPosition.FindString(msg)
+	pos := exprPosition(msg)
 	bare := strings.TrimSpace(strings.TrimSuffix(msg, pos))
-	for _, r := range compileReasons {
+	compileReasons.once.Do(initCompileReasons)
+	for _, r := range compileReasons.list {
 		if m := r.re.FindStringSubmatch(bare); m != nil {
 			return r.say(m, nil) + pos
 		}
@@ -807,11 +843,15 @@ func (x *explainer) missing(root, path string, steps []step, i int, c map[string
 		d, scratch = editDistance(k, key, scratch)
 		keys = append(keys, near{k, d})
 	}
-	slices.SortFunc(keys, func(a, b near) int {
-		if a.d != b.d {
-			return a.d - b.d
+	// sort.Slice, not slices.SortFunc: a hint is no hot path, and
+	// slices.SortFunc would compile its whole sort again for near's shape
+	// (about 7 kB of the bootstrap). The keys are distinct: the order is
+	// the same.
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].d != keys[j].d {
+			return keys[i].d < keys[j].d
 		}
-		return strings.Compare(a.k, b.k)
+		return keys[i].k < keys[j].k
 	})
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s has no key %s; it has ", path, quoteShort(key))

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/runnerd/lambda-runner/internal/httpfield"
 	"github.com/runnerd/lambda-runner/protocol"
-	"golang.org/x/net/http/httpguts"
 )
 
 // GeneralRole is the role a lookup falls back to.
@@ -71,7 +71,7 @@ func NewTable(path string, models []protocol.Model) (*Table, error) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			if !httpguts.ValidHeaderFieldName(name) {
+			if !httpfield.ValidName(name) {
 				fail(fmt.Sprintf("%s.headers[%q]", at, name), "is not a valid header name")
 			} else if strings.ContainsAny(m.Headers[name], "\r\n\x00") {
 				fail(fmt.Sprintf("%s.headers[%q]", at, name), "value must not contain CR, LF or NUL")

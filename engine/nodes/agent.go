@@ -62,9 +62,9 @@ var agentWith = document.With{Required: true, Doc: "A model that calls tools unt
 	document.Field{Name: "maxSteps", Type: document.IntOrTemplate, Doc: "The most model calls it makes."},
 )}
 
-func (agentKind) With() *document.With { return &agentWith }
+func (*agentKind) With() *document.With { return &agentWith }
 
-func (agentKind) Prepare(c *engine.Compiler) engine.Step {
+func (*agentKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With()
 	prepareModelFields(c)
 	literalStrings(c, "toolsets", func(field, name string) {

@@ -34,16 +34,16 @@ var codeWith = document.With{Required: true, Doc: "JavaScript run in the sandbox
 	{Name: "input", Type: document.AnyValue, Doc: "The function's argument, templated."},
 }}
 
-func (codeKind) With() *document.With { return &codeWith }
+func (*codeKind) With() *document.With { return &codeWith }
 
 // Pure: what a code node's Prepare reads is its with and the engine's
 // sandbox.
-func (codeKind) Pure() bool { return true }
+func (*codeKind) Pure() bool { return true }
 
 // Available: code runs only on a runner with a sandbox.
-func (codeKind) Available(s *engine.Services) bool { return s.Code != nil }
+func (*codeKind) Available(s *engine.Services) bool { return s.Code != nil }
 
-func (codeKind) Prepare(c *engine.Compiler) engine.Step {
+func (*codeKind) Prepare(c *engine.Compiler) engine.Step {
 	raw, _ := c.Raw("code")
 	code, ok := raw.(string)
 	if !ok {
@@ -75,16 +75,16 @@ func (codeKind) Prepare(c *engine.Compiler) engine.Step {
 		return nil
 	}
 	c.With("code")
-	return codeStep{code: code}
+	return &codeStep{code: code}
 }
 
 type codeStep struct{ code string }
 
 // TimesItsWork: a code node's timeoutMs counts from when a sandbox worker
 // starts on it, not while it waits its turn for one (Call.Code).
-func (codeStep) TimesItsWork() {}
+func (*codeStep) TimesItsWork() {}
 
-func (s codeStep) Run(ctx context.Context, call *engine.Call) (any, error) {
+func (s *codeStep) Run(ctx context.Context, call *engine.Call) (any, error) {
 	out, err := call.Code(ctx, s.code, call.WithMap()["input"])
 	if se := (*sandbox.Error)(nil); errors.As(err, &se) {
 		return nil, codeError(se, call.Limits())

@@ -17,12 +17,12 @@ var failWith = document.With{Doc: "The error the node fails with.", Fields: []do
 	{Name: "code", Type: document.Type{Kind: document.String, Pattern: `^[A-Z][A-Z0-9_]*$|\$\{\{`, Match: isErrorCodeOrTemplate}, Default: `"FAILED"`, Doc: "The error's code, UPPER_SNAKE_CASE."},
 }}
 
-func (failKind) With() *document.With { return &failWith }
+func (*failKind) With() *document.With { return &failWith }
 
 // Pure: a fail node reads nothing but its with.
-func (failKind) Pure() bool { return true }
+func (*failKind) Pure() bool { return true }
 
-func (failKind) Prepare(c *engine.Compiler) engine.Step {
+func (*failKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With()
 	c.RunsInline()
 	return engine.StepFunc(runFail)

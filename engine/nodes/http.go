@@ -18,9 +18,9 @@ import (
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/engine/secrets"
+	"github.com/runnerd/lambda-runner/internal/httpfield"
 	"github.com/runnerd/lambda-runner/protocol"
 	"github.com/runnerd/lambda-runner/protocol/redact"
-	"golang.org/x/net/http/httpguts"
 )
 
 // httpKind sends one HTTP request through the execution's guarded egress
@@ -53,7 +53,7 @@ var httpWith = document.With{Required: true, Doc: "One HTTP request.", Fields: [
 	{Name: "failOnStatus", Type: document.Type{Kind: document.Boolean}, Doc: "Fail on a status of 400 or more."},
 }}
 
-func (httpKind) With() *document.With { return &httpWith }
+func (*httpKind) With() *document.With { return &httpWith }
 
 type httpStep struct {
 	url, query, headers, body lang.Template
@@ -117,7 +117,7 @@ func appendSent(out []engine.SentString, v string, alt [4]string) []engine.SentS
 	return append(out, engine.SentString{Value: v, Windows: [2]string{alt[0], alt[1]}, Shadows: [2]string{alt[2], alt[3]}})
 }
 
-func (httpKind) Prepare(c *engine.Compiler) engine.Step {
+func (*httpKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With("url", "query", "headers", "body")
 	s := &httpStep{
 		url:     c.SecretTemplate("url"),
@@ -239,7 +239,7 @@ func policyRefuses(p protocol.HTTPPolicy, host string) string {
 
 func prepareLiteralMethod(c *engine.Compiler, m string) {
 	// A method is an RFC 9110 token, the syntax of a field name too.
-	if !httpguts.ValidHeaderFieldName(m) {
+	if !httpfield.ValidName(m) {
 		c.Errorf("method", "node %q: %s is not an HTTP method", c.NodeID(), quote(m))
 		return
 	}

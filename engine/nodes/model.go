@@ -48,14 +48,14 @@ var modelWith = document.With{Required: true, Doc: "One call to a model.", Field
 	document.Field{Name: "json", Type: document.Type{Kind: document.ObjectOrBool}, Literal: true, Doc: "JSON Schema the reply must satisfy; the reply is parsed into output.json."},
 )}
 
-func (modelKind) With() *document.With { return &modelWith }
+func (*modelKind) With() *document.With { return &modelWith }
 
 type modelStep struct {
 	schema    *schema.Schema  // nil without with.json
 	schemaRaw json.RawMessage // what the provider is sent
 }
 
-func (modelKind) Prepare(c *engine.Compiler) engine.Step {
+func (*modelKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With("json")
 	prepareModelFields(c)
 	s := &modelStep{}

@@ -27,13 +27,13 @@ var kinds = []struct {
 	name string
 	kind engine.Kind
 }{
-	{"set", setKind{}},
-	{"fail", failKind{}},
-	{"model", modelKind{}},
-	{"agent", agentKind{}},
-	{"tool", toolKind{}},
-	{"http", httpKind{}},
-	{"code", codeKind{}},
+	{"set", &setKind{}},
+	{"fail", &failKind{}},
+	{"model", &modelKind{}},
+	{"agent", &agentKind{}},
+	{"tool", &toolKind{}},
+	{"http", &httpKind{}},
+	{"code", &codeKind{}},
 }
 
 func init() {

@@ -14,12 +14,12 @@ var setWith = document.With{Doc: "The value the node outputs.", Fields: []docume
 	{Name: "value", Type: document.AnyValue, Doc: "The node's output; templates in it are evaluated."},
 }}
 
-func (setKind) With() *document.With { return &setWith }
+func (*setKind) With() *document.With { return &setWith }
 
 // Pure: a set node reads nothing but its with.
-func (setKind) Pure() bool { return true }
+func (*setKind) Pure() bool { return true }
 
-func (setKind) Prepare(c *engine.Compiler) engine.Step {
+func (*setKind) Prepare(c *engine.Compiler) engine.Step {
 	// A with of value alone (the usual set) is compiled to the member:
 	// evaluating it builds no object around the value (its map was a
 	// third of what a chain node allocated).

@@ -29,9 +29,9 @@ var toolWith = document.With{Required: true, Doc: "One call to a tool.", Fields:
 	{Name: "arguments", Type: document.ObjectOrTemplate, Doc: "The tool's arguments."},
 }}
 
-func (toolKind) With() *document.With { return &toolWith }
+func (*toolKind) With() *document.With { return &toolWith }
 
-func (toolKind) Prepare(c *engine.Compiler) engine.Step {
+func (*toolKind) Prepare(c *engine.Compiler) engine.Step {
 	c.With()
 	ts, tsLit := c.Literal("toolset")
 	if tsLit {

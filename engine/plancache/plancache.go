@@ -38,18 +38,18 @@ const (
 func Bound(memoryMB int) int64 { return int64(memoryMB) << 20 / MemoryShare }
 
 // key is the map key: the hash of a document's text and what else the
-// compile read of the engine (E). The text itself is compared on a hit.
-type key[E comparable] struct {
+// compile read of the engine (env). The text itself is compared on a hit.
+type key struct {
 	sum uint64
-	env E
+	env any
 }
 
 // A Plan is what compiling one document produced: Value, kept with the
 // document's text. A plan never changes once kept, so one serves
 // concurrent requests.
-type Plan[E comparable, V any] struct {
-	Value V
-	key   key[E]
+type Plan struct {
+	Value any
+	key   key
 	text  string
 	size  int64
 	elem  *list.Element // in Cache.lru
@@ -57,17 +57,24 @@ type Plan[E comparable, V any] struct {
 
 // Len returns the length of the plan's document text: where, in a body
 // read from the start of that text, the document ends.
-func (p *Plan[E, V]) Len() int { return len(p.text) }
+func (p *Plan) Len() int { return len(p.text) }
 
 // KnownWorkflow tells the body's decoder that the plan's text passed its
 // structure checks when it was compiled (protocol.KnownWorkflow).
-func (*Plan[E, V]) KnownWorkflow() {}
+func (*Plan) KnownWorkflow() {}
 
 // A Cache keeps plans under a byte bound, the least recently used evicted
-// first. E is what else than its text a compile depends on (the engine's
-// limits, say); a plan is found only under the same E. It is safe for
-// concurrent use; New makes one, and a nil *Cache keeps nothing.
-type Cache[E comparable, V any] struct {
+// first. A plan's env is what else than its text a compile depends on
+// (the engine's limits, say), a comparable value: a plan is found only
+// under an equal env. It is safe for concurrent use; New makes one, and a
+// nil *Cache keeps nothing.
+//
+// Env and Value are interfaces, not type parameters: Go compiles a
+// generic type once per shape of its type arguments and spells the
+// shapes out in the name of each function and type it makes, which cost
+// the bootstrap about 20 kB (pclntab and type descriptors) for this one
+// cache. A caller that passes pointers boxes them without allocating.
+type Cache struct {
 	seed maphash.Seed
 	// seen admits a plan on its document's second sighting: a document
 	// sent once (a server's one-off, an author's salted text) costs the
@@ -77,7 +84,7 @@ type Cache[E comparable, V any] struct {
 
 	mu   sync.Mutex
 	used int64
-	m    map[key[E]]*Plan[E, V]
+	m    map[key]*Plan
 	lru  list.List // of *Plan, most recent first
 	// heads finds a kept document at the start of a body's workflow
 	// member without reading the member to its end first (Lookup): each
@@ -85,7 +92,7 @@ type Cache[E comparable, V any] struct {
 	// of those bytes, at most HeadWays plans a hash, the latest kept
 	// first. A list is replaced, never changed, so that it is read outside
 	// mu.
-	heads map[uint64][]*Plan[E, V]
+	heads map[uint64][]*Plan
 }
 
 // The head index's key length, and how many plans share one key before
@@ -99,16 +106,16 @@ const (
 )
 
 // New returns an empty cache.
-func New[E comparable, V any]() *Cache[E, V] {
-	return &Cache[E, V]{seed: maphash.MakeSeed(), m: map[key[E]]*Plan[E, V]{}, heads: map[uint64][]*Plan[E, V]{}}
+func New() *Cache {
+	return &Cache{seed: maphash.MakeSeed(), m: map[key]*Plan{}, heads: map[uint64][]*Plan{}}
 }
 
-func (c *Cache[E, V]) key(text []byte, env E) key[E] {
-	return key[E]{sum: maphash.Bytes(c.seed, text), env: env}
+func (c *Cache) key(text []byte, env any) key {
+	return key{sum: maphash.Bytes(c.seed, text), env: env}
 }
 
 // Get returns the plan of text compiled under env, nil when none is kept.
-func (c *Cache[E, V]) Get(text []byte, env E) *Plan[E, V] {
+func (c *Cache) Get(text []byte, env any) *Plan {
 	if c == nil {
 		return nil
 	}
@@ -133,7 +140,7 @@ func (c *Cache[E, V]) Get(text []byte, env E) *Plan[E, V] {
 // documents kept since. Its text's end is then the end of rest's first
 // value (a plan's text is one whole JSON object), which is how a body's
 // workflow is found without reading it (protocol.Decoder.Known).
-func (c *Cache[E, V]) Lookup(rest []byte, env E) *Plan[E, V] {
+func (c *Cache) Lookup(rest []byte, env any) *Plan {
 	if c == nil || len(rest) < HeadLen {
 		return nil
 	}
@@ -153,7 +160,7 @@ func (c *Cache[E, V]) Lookup(rest []byte, env E) *Plan[E, V] {
 }
 
 // headOf returns p's key in heads, and whether it has one.
-func (c *Cache[E, V]) headOf(p *Plan[E, V]) (uint64, bool) {
+func (c *Cache) headOf(p *Plan) (uint64, bool) {
 	if len(p.text) < HeadLen {
 		return 0, false
 	}
@@ -163,7 +170,7 @@ func (c *Cache[E, V]) headOf(p *Plan[E, V]) (uint64, bool) {
 // Put keeps v as the plan of text compiled under env, on the second Put
 // of the same text and env, evicting the least recently used plans to hold
 // the cache within max bytes; a plan over half of max is not kept.
-func (c *Cache[E, V]) Put(text []byte, env E, v V, max int64) {
+func (c *Cache) Put(text []byte, env, v any, max int64) {
 	if c == nil {
 		return
 	}
@@ -175,31 +182,31 @@ func (c *Cache[E, V]) Put(text []byte, env E, v V, max int64) {
 	if size > max/MaxShare {
 		return
 	}
-	p := &Plan[E, V]{Value: v, key: k, text: string(text), size: size}
+	p := &Plan{Value: v, key: k, text: string(text), size: size}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.m[k]; old != nil {
 		c.remove(old)
 	}
 	for c.used+size > max {
-		c.remove(c.lru.Back().Value.(*Plan[E, V]))
+		c.remove(c.lru.Back().Value.(*Plan))
 	}
 	p.elem = c.lru.PushFront(p)
 	c.m[k] = p
 	c.used += size
 	if h, ok := c.headOf(p); ok {
 		old := c.heads[h]
-		c.heads[h] = append([]*Plan[E, V]{p}, old[:min(len(old), HeadWays-1)]...)
+		c.heads[h] = append([]*Plan{p}, old[:min(len(old), HeadWays-1)]...)
 	}
 }
 
 // remove drops p; c.mu is held.
-func (c *Cache[E, V]) remove(p *Plan[E, V]) {
+func (c *Cache) remove(p *Plan) {
 	c.lru.Remove(p.elem)
 	delete(c.m, p.key)
 	c.used -= p.size
 	if h, ok := c.headOf(p); ok {
-		var kept []*Plan[E, V]
+		var kept []*Plan
 		for _, q := range c.heads[h] {
 			if q != p {
 				kept = append(kept, q)
@@ -215,7 +222,7 @@ func (c *Cache[E, V]) remove(p *Plan[E, V]) {
 
 // Reset drops every plan (what a compile reads changed: a node type was
 // registered, say).
-func (c *Cache[E, V]) Reset() {
+func (c *Cache) Reset() {
 	if c == nil {
 		return
 	}
@@ -228,7 +235,7 @@ func (c *Cache[E, V]) Reset() {
 }
 
 // Bytes returns what the cache holds by its estimate, and how many plans.
-func (c *Cache[E, V]) Bytes() (int64, int) {
+func (c *Cache) Bytes() (int64, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used, len(c.m)

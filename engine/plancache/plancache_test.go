@@ -16,7 +16,7 @@ const max = 64 << 20
 
 // keep puts text twice (a plan is kept on the second sighting) and
 // returns its plan.
-func keep(t *testing.T, c *Cache[int, string], text string, env int) *Plan[int, string] {
+func keep(t *testing.T, c *Cache, text string, env int) *Plan {
 	t.Helper()
 	for range 2 {
 		c.Put([]byte(text), env, "v:"+text, max)
@@ -32,9 +32,9 @@ func keep(t *testing.T, c *Cache[int, string], text string, env int) *Plan[int, 
 // them up to HeadWays at a time, the latest kept first; an older one is
 // then found only through Get. A plan evicted or dropped leaves the index.
 func TestHeadWays(t *testing.T) {
-	c := New[int, string]()
+	c := New()
 	var docs []string
-	var plans []*Plan[int, string]
+	var plans []*Plan
 	for salt := range HeadWays + 2 {
 		d := doc(salt, 2*HeadLen)
 		docs = append(docs, d)
@@ -75,7 +75,7 @@ func TestHeadWays(t *testing.T) {
 // of the map that Get reads), only under the same env, and only for text
 // the body holds whole.
 func TestHeadServesWithoutTheMap(t *testing.T) {
-	c := New[int, string]()
+	c := New()
 	d := doc(0, 2*HeadLen)
 	p := keep(t, c, d, 1)
 	c.mu.Lock()
@@ -104,7 +104,7 @@ func TestHeadServesWithoutTheMap(t *testing.T) {
 // TestSecondSighting: a text put once is not kept; one over its share of
 // the bound never is; the bound holds by evicting the least recently used.
 func TestSecondSighting(t *testing.T) {
-	c := New[int, string]()
+	c := New()
 	d := doc(0, 100)
 	c.Put([]byte(d), 0, "v", max)
 	if c.Get([]byte(d), 0) != nil {

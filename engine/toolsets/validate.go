@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/runnerd/lambda-runner/internal/httpfield"
 	"github.com/runnerd/lambda-runner/protocol"
-	"golang.org/x/net/http/httpguts"
 )
 
 // TransportStreamableHTTP is the only toolset transport: the MCP streamable
@@ -132,7 +132,7 @@ func checkHeaders(path string, headers map[string]string, fail func(path, format
 		p := fmt.Sprintf("%s[%q]", path, name)
 		c := http.CanonicalHeaderKey(name)
 		switch {
-		case !httpguts.ValidHeaderFieldName(name):
+		case !httpfield.ValidName(name):
 			fail(p, "is not a valid header name")
 		case slices.Contains(reservedHeaders, c):
 			fail(p, "is set by the MCP transport and cannot be overridden")

@@ -72,6 +72,13 @@ func TestImportDirection(t *testing.T) {
 				t.Errorf("%s links %s: the check's messages are formatted by engine/document.schemaSprintf", pkg, x)
 			}
 		}
+		// Header names and values are checked by internal/httpfield:
+		// golang.org/x/net/http/httpguts links x/net's idna and x/text's
+		// bidi and norm tables, a second copy of net/http's vendored ones
+		// (29 kB of the bootstrap), for two loops over bytes.
+		if pkg == "functions/runner" && slices.Contains(deps, "golang.org/x/net/idna") {
+			t.Errorf("%s links golang.org/x/net/idna: check header fields with internal/httpfield, not golang.org/x/net/http/httpguts", pkg)
+		}
 		// Spans leave as OTLP protobuf that infra/telemetry encodes
 		// itself (otlpspans.go): the protobuf runtime and the generated
 		// OTLP types, through the otlptrace exporter, cost every cold

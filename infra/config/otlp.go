@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/http/httpguts"
+	"github.com/runnerd/lambda-runner/internal/httpfield"
 )
 
 // OTLP is where and how spans are exported over OTLP/HTTP, from the
@@ -111,12 +111,12 @@ func (r *reader) otlpHeaders(name, v string) map[string]string {
 		}
 		key, value, ok := strings.Cut(entry, "=")
 		key = strings.TrimSpace(key)
-		if !ok || !httpguts.ValidHeaderFieldName(key) {
+		if !ok || !httpfield.ValidName(key) {
 			r.errs = append(r.errs, fmt.Errorf("%s: entry %d must be key=value with a header name as key", name, i+1))
 			continue
 		}
 		dec, err := url.PathUnescape(strings.TrimSpace(value))
-		if err != nil || !httpguts.ValidHeaderFieldValue(dec) {
+		if err != nil || !httpfield.ValidValue(dec) {
 			r.errs = append(r.errs, fmt.Errorf("%s: the value of %q is not a valid URL-encoded header value", name, key))
 			continue
 		}
