@@ -53,7 +53,7 @@ type run struct {
 	suspended   atomic.Bool
 
 	// fanSlots bounds the child invocations of all the execution's
-	// distributed maps together (distribute.go, fanOutSlots).
+	// distributed maps together (distribute.go, fanOutSlots; distribute.Parent.Slots).
 	fanSlotsOnce sync.Once
 	fanSlots     chan struct{}
 	// deadline is the execution's (its context's, less the reserve): a
