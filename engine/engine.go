@@ -7,13 +7,22 @@ import (
 	"sync"
 
 	"github.com/runnerd/lambda-runner/engine/document"
-	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/engine/secrets"
+	"github.com/runnerd/lambda-runner/engine/services"
 	"github.com/runnerd/lambda-runner/protocol"
 )
+
+// Services configures the runtime services that model, agent, tool and
+// http nodes call (services.Config): fixed per process, its zero value
+// meaning nothing configured.
+type Services = services.Config
+
+// CodeRunner evaluates one code node's function body and checks its
+// syntax before acceptance (services.CodeRunner); a *sandbox.Pool is one.
+type CodeRunner = services.CodeRunner
 
 // Engine prepares and runs executions. It is safe for concurrent use once
 // configured; its zero value is not usable, use New.
@@ -130,6 +139,24 @@ func (e *Engine) NodeTypes() []string {
 	return names
 }
 
+// modelClients returns the clients model calls use.
+func (e *Engine) modelClients() *models.Clients {
+	if e.Services.Models != nil {
+		return e.Services.Models
+	}
+	return e.defaultClients
+}
+
+// ModelRoles lists the roles of the deployment's model table, sorted, for
+// capabilities.
+func (e *Engine) ModelRoles() []string {
+	roles := e.Services.ModelTable.Roles()
+	if roles == nil {
+		roles = []string{}
+	}
+	return roles
+}
+
 // Execution is a request checked and compiled, ready to run once.
 type Execution struct {
 	e            *Engine
@@ -143,9 +170,11 @@ type Execution struct {
 	windows      [2]map[string]any // and windows (see secrets.Windows)
 	redact       *secrets.Scrubber
 	decider      *permission.Decider
-	models       *models.Table  // runtime.models, else the deployment's
-	http         *egress.Client // this execution's, released by Run
-	limits       Limits         // the engine's, defaults applied
+	// svc is what Prepare learned of the request's runtime services: its
+	// model table (runtime.models, else the deployment's) and its egress
+	// client, released by Run.
+	svc    services.Request
+	limits Limits // the engine's, defaults applied
 	// body is the request body, kept when a map distributes (fanout):
 	// each of its child invocations prepares the same request.
 	body   []byte
