@@ -65,13 +65,15 @@ type Sink interface {
 // Parent is the execution a distributed map runs in, as its batches reach
 // it: what they share with everything else it runs.
 type Parent struct {
+	// Exec is what only the engine can do for a batch.
 	Exec Execution
 	// Sink is the execution's: a child's events are emitted there, so that
 	// the parent's bounds and redaction apply to them again.
 	Sink Sink
-	// Redact is the execution's redactor. When Learns, the request carries
-	// secrets: each batch is lent what it has learned and a share of what
-	// it may still learn, and takes back what the batch learned.
+	// Redact is the execution's redactor. Learns says the request carries
+	// secrets: each batch is then lent what the redactor has learned and a
+	// share of what it may still learn, and the redactor takes in what the
+	// batch learned.
 	Redact *secrets.Scrubber
 	Learns bool
 	// Nodes counts the node instances the execution has started, against
@@ -98,8 +100,9 @@ type Batches struct {
 	// made once for every batch.
 	Head   batch.Doc
 	Common []byte
-	Items  []any
-	Spans  []batch.Span
+	// Spans cut Items into batches that fit one event each (batch.Pack).
+	Items []any
+	Spans []batch.Span
 	// Invocations bounds this map's batches running at once.
 	Invocations int
 	// PerItem is the most nodes one iteration can start, 0 when unknown
