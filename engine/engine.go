@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/runnerd/lambda-runner/engine/document"
+	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/models"
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/engine/plancache"
@@ -170,11 +171,9 @@ type Execution struct {
 	windows      [2]map[string]any // and windows (see secrets.Windows)
 	redact       *secrets.Scrubber
 	decider      *permission.Decider
-	// svc is what Prepare learned of the request's runtime services: its
-	// model table (runtime.models, else the deployment's) and its egress
-	// client, released by Run.
-	svc    services.Request
-	limits Limits // the engine's, defaults applied
+	models       *models.Table  // runtime.models, else the deployment's
+	http         *egress.Client // this execution's, released by Run
+	limits       Limits         // the engine's, defaults applied
 	// body is the request body, kept when a map distributes (fanout):
 	// each of its child invocations prepares the same request.
 	body   []byte

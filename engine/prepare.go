@@ -134,7 +134,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 	// The runtime services, before the workflow is compiled, so that node
 	// kinds can check what they name against them.
 	p.svc = e.Services.Check(req, e.modelClients(), d)
-	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, svc: p.svc, limits: p.limits}
+	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.Models, http: p.svc.HTTP, limits: p.limits}
 	defer func() { x.fanout = p.fanout }()
 	switch {
 	case pl != nil:
@@ -182,8 +182,8 @@ func (p *prep) detach() {
 
 // discard releases what an execution that will not run holds.
 func (x *Execution) discard() {
-	if x != nil && x.svc.HTTP != nil {
-		x.svc.HTTP.Close()
+	if x != nil && x.http != nil {
+		x.http.Close()
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -157,7 +156,7 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 func (r *run) open(ctx context.Context) (context.Context, *graphRun, func()) {
 	x := r.x
 	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
-	r.svc = x.e.Services.Open(&x.svc, x.e.modelClients(), x.req.Runtime.Toolsets, x.limits.Reads())
+	r.svc = x.e.Services.Open(x.models, x.http, x.e.modelClients(), x.req.Runtime.Toolsets, x.limits.Reads())
 	dctx, cancel := x.deadline(ctx)
 	stop := func() {
 		cancel()
@@ -170,12 +169,7 @@ func (r *run) open(ctx context.Context) (context.Context, *graphRun, func()) {
 // (services.Run.Close), within the reserve and ctx's deadline: a toolset
 // that fails to close only matters to operators, and is logged, redacted.
 func (r *run) closeServices(ctx context.Context) {
-	e := r.x.e
-	r.svc.Close(ctx, r.x.limits.Reserve, e.closing, func(cctx context.Context, err error) {
-		e.Logger.LogAttrs(cctx, slog.LevelWarn, "closing toolsets",
-			slog.String("executionId", r.id),
-			slog.String("error", r.x.redact.String(err.Error())))
-	})
+	r.svc.Close(ctx, r.x.limits.Reserve, r.x.e.closing, r.x.e.Logger, r.id, r.x.redact)
 }
 
 // deadline derives the execution context: the caller's deadline (the

@@ -2,12 +2,14 @@ package services
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/runnerd/lambda-runner/engine/egress"
 	"github.com/runnerd/lambda-runner/engine/limits"
 	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/engine/toolsets"
 	"github.com/runnerd/lambda-runner/protocol"
 )
@@ -26,11 +28,11 @@ type Run struct {
 	InFlight *egress.ReadLimit
 }
 
-// Open builds the services of one run of a request Check has seen (req):
-// its model table and egress client, the model clients, and the toolsets
-// defs defines, read under reads.
-func (c *Config) Open(req *Request, clients *models.Clients, defs []protocol.Toolset, reads limits.ReadCaps) *Run {
-	s := &Run{Models: req.Models, Clients: clients, HTTP: req.HTTP, Reads: reads}
+// Open builds the services of one run: the model table and egress client
+// Check made for its request (Request.Models, Request.HTTP), the model
+// clients, and the toolsets defs defines, read under reads.
+func (c *Config) Open(table *models.Table, http *egress.Client, clients *models.Clients, defs []protocol.Toolset, reads limits.ReadCaps) *Run {
+	s := &Run{Models: table, Clients: clients, HTTP: http, Reads: reads}
 	s.InFlight = egress.NewInFlightLimit(reads.InFlight)
 	if len(defs) > 0 {
 		opts := c.Toolsets
@@ -51,9 +53,10 @@ func (c *Config) Open(req *Request, clients *models.Clients, defs []protocol.Too
 // toolsets' goodbyes (a DELETE per session, which a server may never
 // answer) run after the run has returned, counted in closing, so that
 // they never hold the response, and within reserve and ctx's deadline, so
-// that they never outlive the invocation. Their failure only matters to
-// operators: failed is told of it, to log it. ctx is the caller's.
-func (s *Run) Close(ctx context.Context, reserve time.Duration, closing *sync.WaitGroup, failed func(context.Context, error)) {
+// that they never outlive the invocation. Failures only matter to
+// operators: they are logged to log under the execution's id, redacted.
+// ctx is the caller's.
+func (s *Run) Close(ctx context.Context, reserve time.Duration, closing *sync.WaitGroup, log *slog.Logger, executionID string, redact *secrets.Scrubber) {
 	if s == nil {
 		return
 	}
@@ -74,7 +77,9 @@ func (s *Run) Close(ctx context.Context, reserve time.Duration, closing *sync.Wa
 		cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
 		defer cancel()
 		if err := s.Tools.CloseBy(cctx); err != nil {
-			failed(cctx, err)
+			log.LogAttrs(cctx, slog.LevelWarn, "closing toolsets",
+				slog.String("executionId", executionID),
+				slog.String("error", redact.String(err.Error())))
 		}
 	})
 }
