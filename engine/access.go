@@ -12,6 +12,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/sandbox"
 	"github.com/runnerd/lambda-runner/engine/schema"
 	"github.com/runnerd/lambda-runner/engine/secrets"
+	"github.com/runnerd/lambda-runner/engine/services"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -26,7 +27,7 @@ import (
 // invalid: its problems are reported already.
 func (c *Compiler) HTTPPolicy() (p protocol.HTTPPolicy, ok bool) {
 	svc := c.services()
-	return svc.policy, svc.http != nil
+	return svc.Policy, svc.HTTP != nil
 }
 
 // LookupRole reports whether a statically named model role resolves in
@@ -38,7 +39,7 @@ func (c *Compiler) LookupRole(role string) (ok bool, where string) {
 		return true, ""
 	}
 	svc := c.services()
-	return false, svc.modelsFrom + c.missingHint("roles", role, svc.models.Roles)
+	return false, svc.ModelsFrom + c.missingHint("roles", role, svc.Models.Roles)
 }
 
 // LookupToolset reports whether the request's runtime.toolsets defines
@@ -46,10 +47,10 @@ func (c *Compiler) LookupRole(role string) (ok bool, where string) {
 // it does define that come close.
 func (c *Compiler) LookupToolset(name string) (ok bool, hint string) {
 	svc := c.services()
-	if svc.toolsets[name] {
+	if svc.Toolsets[name] {
 		return true, ""
 	}
-	return false, c.missingHint("toolsets", name, func() []string { return sortedKeys(svc.toolsets) })
+	return false, c.missingHint("toolsets", name, func() []string { return sortedKeys(svc.Toolsets) })
 }
 
 // JSONSchema compiles the JSON Schema raw, written at with.field (a model
@@ -119,7 +120,7 @@ func (p *prep) checkCode(code string) error {
 
 // services returns what preparation learned about the request's runtime
 // services.
-func (c *Compiler) services() *prepServices {
+func (c *Compiler) services() *services.Request {
 	c.p.impure = true
 	return &c.p.svc
 }
@@ -132,10 +133,10 @@ func (c *Compiler) missingHint(what, name string, names func() []string) string 
 }
 
 // hasRole reports whether a statically named model role resolves (see
-// prep.lookupRole).
+// services.Request.LookupRole).
 func (c *Compiler) hasRole(role string) bool {
 	c.p.impure = true
-	return c.p.lookupRole(role)
+	return c.p.svc.LookupRole(role)
 }
 
 // childDocs returns the request's child workflows by id.
@@ -245,7 +246,7 @@ func (c *Call) LearnSecrets(values []SentString) error {
 }
 
 // services returns the running execution's services.
-func (c *Call) services() *runServices { return c.r.svc }
+func (c *Call) services() *services.Run { return c.r.svc }
 
 // codeRunner returns the engine's sandbox for code nodes.
 func (c *Call) codeRunner() CodeRunner { return c.r.x.e.Services.Code }

@@ -135,3 +135,20 @@ func (x *Execution) runBatch(ctx context.Context, sink Sink, b *batch.Doc, at in
 	}
 	return end
 }
+
+// nodeCeiling is the count past which a node of this run fails maxNodes:
+// the execution's maxNodes, or in a batch's child its allowance.
+func (r *run) nodeCeiling() int64 {
+	if r.nodeCap > 0 {
+		return r.nodeCap
+	}
+	return int64(r.x.limits.MaxNodes)
+}
+
+// overNodes is the failure of a node past nodeCeiling.
+func (r *run) overNodes() *NodeError {
+	if r.nodeCap > 0 {
+		return Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: this batch of a distributed map may start %d of them, its share", r.x.limits.MaxNodes, r.nodeCap)
+	}
+	return Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes", r.x.limits.MaxNodes)
+}

@@ -33,14 +33,14 @@ import (
 // ended with ctx returns ctx's error for the scheduler to name.
 func (c *Call) Model(ctx context.Context, role string, req models.Request) (*models.Response, error) {
 	svc := c.services()
-	entry, ok := svc.models.Lookup(role)
+	entry, ok := svc.Models.Lookup(role)
 	if !ok {
 		return nil, Errorf(protocol.CodeModelError, "no model for role %q and no %q role to fall back to", role, models.GeneralRole)
 	}
 	if err := c.Authorize(ctx, protocol.ActionModelInvoke, role); err != nil {
 		return nil, err
 	}
-	provider, err := svc.clients.Provider(ctx, entry)
+	provider, err := svc.Clients.Provider(ctx, entry)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
@@ -52,7 +52,7 @@ func (c *Call) Model(ctx context.Context, role string, req models.Request) (*mod
 	}
 	defer sent.release()
 	c.usage().modelCalls.Add(1)
-	req.Read = svc.replyLimit()
+	req.Read = svc.ReplyLimit()
 	res, err := provider.Complete(ctx, req)
 	if err != nil {
 		return nil, modelError(ctx, err)
@@ -110,12 +110,27 @@ func modelError(ctx context.Context, err error) error {
 	return &NodeError{Code: protocol.CodeModelError, Message: err.Error()}
 }
 
+// readLimitError maps a read that crossed a cap to the node's error:
+// OUTPUT_TOO_LARGE for one reply, LIMIT_EXCEEDED for the replies read at
+// once; nil when err is no such failure.
+func readLimitError(err error) *NodeError {
+	var rl *egress.ReadLimitError
+	if !errors.As(err, &rl) {
+		return nil
+	}
+	code := protocol.CodeOutputTooLarge
+	if rl.InFlight {
+		code = protocol.CodeLimitExceeded
+	}
+	return &NodeError{Code: code, Message: err.Error(), Err: err}
+}
+
 // Tools lists the tools of the toolset ts of runtime.toolsets, as its
 // server names them: TOOL_ERROR for a toolset the request does not define,
 // the toolset's failure as Tool maps it. The list is not scrubbed: a step
 // that shows it to a model scrubs what it shows (Redact, RedactJSON).
 func (c *Call) Tools(ctx context.Context, ts string) ([]toolsets.Tool, error) {
-	set := c.services().tools
+	set := c.services().Tools
 	if set == nil || !set.Has(ts) {
 		return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
 	}
@@ -133,7 +148,7 @@ func (c *Call) Tools(ctx context.Context, ts string) ([]toolsets.Tool, error) {
 // timeout is TIMEOUT, a read cap LIMIT_EXCEEDED or OUTPUT_TOO_LARGE, any
 // other toolset failure TOOL_ERROR (a *NodeError wrapping it).
 func (c *Call) Tool(ctx context.Context, ts, tool string, args map[string]any) (*toolsets.Result, error) {
-	set := c.services().tools
+	set := c.services().Tools
 	if set == nil || !set.Has(ts) {
 		return nil, Errorf(protocol.CodeToolError, "unknown toolset %q: not in runtime.toolsets", ts)
 	}
@@ -247,7 +262,7 @@ func (c *Call) HTTP(ctx context.Context, req *egress.Request) (*egress.Response,
 		defer body.release()
 		req.Body = json.RawMessage(body.B)
 	}
-	return c.services().http.Do(ctx, req)
+	return c.services().HTTP.Do(ctx, req)
 }
 
 // Code runs a code node's function body over input in a sandbox worker

@@ -1,38 +1,31 @@
 package engine
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/runnerd/lambda-runner/engine/batch"
-	"github.com/runnerd/lambda-runner/engine/jsonweight"
+	"github.com/runnerd/lambda-runner/engine/distribute"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/secrets"
 	"github.com/runnerd/lambda-runner/protocol"
-	"github.com/runnerd/lambda-runner/protocol/redact"
 )
 
-// This file is the parent's side of a distributed map (with.distribute):
-// the map's items are cut into batches, each batch runs in another
-// invocation of this function through Services.FanOut, and the children's
-// events come back through the parent's own sink. batch.go is the child's
-// side; both share the event and the lines of engine/batch.
+// This file is the engine's part of the parent's side of a distributed
+// map (with.distribute): its check at Prepare, the batches planned from
+// the engine's values (the outer nodes' states and the items, sized
+// through the one choke point of author values, packed into events), and
+// the execution's accounts they run against. engine/distribute sends them
+// through Services.FanOut and forwards the children's events into the
+// parent's own sink. batch.go is the child's side; both share the event
+// and the lines of engine/batch.
 
 // FanOut starts child invocations of this function for the batches of a
-// distributed map. engine/fanout's Client is one (Lambda's
-// InvokeWithResponseStream).
-type FanOut interface {
-	// Invoke runs one child invocation whose event is payload (what
-	// Engine.ServeBatch reads) and returns its response stream as it is
-	// produced. The caller closes it; cancelling ctx ends the invocation's
-	// stream. An invocation that is throttled is retried until ctx ends.
-	Invoke(ctx context.Context, payload []byte) (io.ReadCloser, error)
-}
+// distributed map (distribute.FanOut). engine/fanout's Client is one
+// (Lambda's InvokeWithResponseStream).
+type FanOut = distribute.FanOut
 
 // distribution is a map's with.distribute, checked at Prepare.
 type distribution struct {
@@ -120,7 +113,7 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 		head.DeadlineMs, head.NodeDeadlineMs = r.deadline.UnixMilli(), deadline.UnixMilli()
 	}
 	// The event's fields but a batch's own, encoded once for every batch
-	// (batchPayload).
+	// (run.Event).
 	common, err := batch.EncodeHead(&head)
 	if err != nil {
 		return nil, Errorf(protocol.CodeFailed, "batch event: %v", err)
@@ -134,7 +127,7 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 	}
 	// Each item is sized as it will be written, never encoded here: a
 	// batch's items are encoded into its event when it is sent, charged
-	// to the memory budget while the event is held (batchPayload).
+	// to the memory budget while the event is held (run.Event).
 	sizes := make([]int64, len(items))
 	for i, it := range items {
 		if ctx.Err() != nil {
@@ -160,107 +153,37 @@ func (s *mapStep) distribute(ctx context.Context, call *Call, items []any, conc 
 		return nil, &NodeError{Code: protocol.CodeLimitExceeded, Message: err.Error()}
 	}
 
-	d := newDispatch(ctx)
-	defer d.cancel()
-	ctx = d.ctx
-	out := make([]any, len(items))
-	// inv bounds this map's invocations; the execution's slots bound those
-	// of all its distributed maps together, at maxFanOutInvocations: maps
-	// side by side do not multiply it.
-	slots, all := make(chan struct{}, inv), r.fanOutSlots()
-	// Each batch is sent with its allowance of maxNodes reserved
-	// (distribute_count.go); one that finds too little left waits for
-	// this map's batches in flight to give back what they did not use.
-	perItem, remaining := s.nodesPerItem(), int64(len(items))
-	freed := make(chan struct{}, 1)
-	inFlight := 0 // under d.mu
-loop:
-	for k, b := range bs {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			break loop
-		}
-		select {
-		case all <- struct{}{}:
-		case <-ctx.Done():
-			<-slots
-			break loop
-		}
-		if call.suspending() || ctx.Err() != nil {
-			<-all
-			<-slots
-			break
-		}
-		count := &batchCount{items: int64(b.N)}
-		for {
-			d.mu.Lock()
-			busy := inFlight
-			d.mu.Unlock()
-			if count.allowance = r.reserveNodes(count.items, remaining, perItem); count.allowance > 0 {
-				break
-			}
-			if busy == 0 {
-				d.mu.Lock()
-				if d.first == nil {
-					d.first = Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: the batch of items %d to %d counts one an item at least, over what remains", r.x.limits.MaxNodes, b.Start, b.Start+b.N-1)
-				}
-				d.mu.Unlock()
-				<-all
-				<-slots
-				break loop
-			}
-			select {
-			case <-freed:
-			case <-ctx.Done():
-				<-all
-				<-slots
-				break loop
-			}
-		}
-		remaining -= count.items
-		doc := head
-		doc.Start = b.Start
-		doc.MaxNodes = count.allowance
-		part := items[b.Start : b.Start+b.N]
-		bsize := b.Size
-		d.mu.Lock()
-		inFlight++
-		d.mu.Unlock()
-		var share *secrets.Share // the share lent, until the batch ends
-		if len(r.x.secretValues) > 0 {
-			doc.Learned, doc.LearnCaps, share = r.x.redact.Lend(learnSlots(slots, all, len(bs)-k))
-		}
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			defer func() { <-all; <-slots }()
-			vals, err := s.runBatch(ctx, call, fo, &doc, share, batchItems{common: common, items: part, size: bsize}, count)
-			r.settleNodes(count)
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			inFlight--
-			select {
-			case freed <- struct{}{}:
-			default:
-			}
-			if err != nil {
-				// Under the lock that counts the batch out of inFlight:
-				// the loop, finding no batch in flight, finds this
-				// failure kept and does not put maxNodes' in its place.
-				d.failLocked(err)
-				return
-			}
-			copy(out[doc.Start:], vals)
-		}()
+	// The batches run against the execution's accounts: its node count,
+	// memory budget, events, fan-out slots and redactor.
+	l := r.x.limits
+	p := &distribute.Parent{
+		Exec: r, Sink: r.sink, Redact: r.x.redact, Learns: len(r.x.secretValues) > 0,
+		Nodes: &r.nodes, Budget: &r.budget, MaxNodes: l.MaxNodes, MemoryBudget: l.MemoryBudget, MaxEventBytes: l.MaxEventBytes,
+		Slots: r.fanOutSlots(),
 	}
-	if err := d.wait(call); err != nil {
+	out, err := p.Run(ctx, &distribute.Batches{
+		FanOut: fo, Head: head, Common: common, Items: items, Spans: bs,
+		Invocations: inv, PerItem: s.nodesPerItem(), Prefix: call.ID + "[",
+	})
+	if err != nil {
 		return nil, err
 	}
 	// Scrubbed again with all the batches have learned: one batch's output
 	// may hold what another sent.
 	r.x.redact.Rescrub(out)
 	return out, nil
+}
+
+// nodesPerItem is the most nodes one iteration of the map can start, or 0
+// when a composite node in it (a map, a child workflow) makes it unknown
+// before it runs.
+func (s *mapStep) nodesPerItem() int64 {
+	for _, n := range s.sub.nodes {
+		if n.inner != nil {
+			return 0
+		}
+	}
+	return int64(max(1, len(s.sub.nodes)))
 }
 
 // fanOutSlots returns the semaphore of the execution's child invocations.
@@ -313,83 +236,41 @@ func (h heldBytes) release() {
 	}
 }
 
-// batchItems are a batch's items, to be encoded into its event: common is
-// the event's encoding without the batch's own fields (batch.EncodeHead),
-// size the items' JSON with their commas.
-type batchItems struct {
-	common []byte
-	items  []any
-	size   int64
-}
+// The run is the execution a distributed map's batches run in
+// (distribute.Execution): it encodes their events at the choke point of
+// author values, and takes in what their ends report.
+var _ distribute.Execution = (*run)(nil)
 
-// batchPayload is doc's event: the common part, the batch's own fields
-// and its items, sized before and charged to the memory budget while the
+// Event is a batch's event: the common part, the batch's own fields and
+// its items, sized before and charged to the memory budget while the
 // caller holds it, each item encoded once into it (appendJSON).
-func (r *run) batchPayload(ctx context.Context, what string, doc *batch.Doc, b batchItems) (*authorBytes, error) {
+func (r *run) Event(ctx context.Context, what string, doc *batch.Doc, b distribute.Items) ([]byte, func(), error) {
 	own, err := batch.EncodeOwn(doc)
 	if err != nil {
-		return nil, Errorf(protocol.CodeFailed, "%s: encoding its event: %v", what, err)
+		return nil, nil, Errorf(protocol.CodeFailed, "%s: encoding its event: %v", what, err)
 	}
-	n := batch.PayloadBytes(b.common, own, b.size)
+	n := batch.PayloadBytes(b.Common, own, b.Size)
 	a, err := r.chargeAuthor(what+"'s event", n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	buf := batch.AppendHead(make([]byte, 0, n), b.common, own)
-	for i, it := range b.items {
+	buf := batch.AppendHead(make([]byte, 0, n), b.Common, own)
+	for i, it := range b.Items {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		if buf, err = appendJSON(ctx, buf, it); err != nil {
 			a.release()
-			return nil, encodeError(fmt.Sprintf("%s: item %d", what, doc.Start+i), err)
+			return nil, nil, encodeError(fmt.Sprintf("%s: item %d", what, doc.Start+i), err)
 		}
 	}
-	a.B = batch.AppendTail(buf)
-	return a, nil
+	return batch.AppendTail(buf), a.release, nil
 }
 
-// runBatch runs one batch in a child invocation and forwards its events.
-// It returns the batch's outputs, or the failure that ends the map.
-func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batch.Doc, share *secrets.Share, items batchItems, count *batchCount) ([]any, error) {
-	r := call.r
-	defer r.x.redact.Release(share)
-	last := doc.Start + len(items.items) - 1
-	what := fmt.Sprintf("batch of items %d to %d", doc.Start, last)
-	payload, err := r.batchPayload(ctx, what, doc, items)
-	if err != nil {
-		return nil, err
-	}
-	// The event is sent once Invoke returns (it retries a throttled
-	// invocation inside).
-	rc, err := fo.Invoke(ctx, payload.B)
-	payload.release()
-	payload.B = nil
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation failed: %s", what, r.x.redact.String(err.Error()))
-	}
-	defer rc.Close()
-	end, held, err := r.forward(ctx, call.ID+"[", rc, count, share)
-	defer func() { r.budget.Add(-held) }()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var ne *NodeError
-		if errors.As(err, &ne) {
-			return nil, ne
-		}
-		return nil, Errorf(protocol.CodeInvocationFailed, "%s: child invocation ended without its result: %s", what, r.x.redact.String(err.Error()))
-	}
-	count.ended, count.reported = true, end.Nodes
-	if end.Learned != nil {
-		if err := r.x.redact.Absorb(*end.Learned, share); err != nil {
-			return nil, codedError(err)
-		}
-	}
+// Ended adds a batch's usage to the execution's, and returns the
+// suspension (recorded, its resources redacted) or the failure (its
+// message redacted) that ends the map.
+func (r *run) Ended(end *batch.End) error {
 	r.usage.inputTokens.Add(end.Usage.InputTokens)
 	r.usage.outputTokens.Add(end.Usage.OutputTokens)
 	r.usage.modelCalls.Add(end.Usage.ModelCalls)
@@ -403,193 +284,22 @@ func (s *mapStep) runBatch(ctx context.Context, call *Call, fo FanOut, doc *batc
 		r.suspensions = append(r.suspensions, end.Suspended...)
 		r.mu.Unlock()
 		r.suspended.Store(true)
-		return nil, errSuspended
+		return errSuspended
 	}
 	if f := end.Failure; f != nil {
-		return nil, &graphFailure{nodeID: f.NodeID, err: &NodeError{Code: f.Code, Message: r.x.redact.String(f.Message)}}
+		return &graphFailure{nodeID: f.NodeID, err: &NodeError{Code: f.Code, Message: r.x.redact.String(f.Message)}}
 	}
-	if len(end.Outputs) != len(items.items) {
-		return nil, Errorf(protocol.CodeInvocationFailed, "%s: the child returned %d outputs for %d items", what, len(end.Outputs), len(items.items))
-	}
-	// The iterations' outputs were held in the child; here they are held
-	// again until the map ends, as an in-process map holds them. Each is
-	// weighed before it is decoded (JSON can decode to many times its
-	// bytes), while the stream's bytes are still charged.
-	l := r.x.limits
-	vals := make([]any, len(end.Outputs))
-	var size int64
-	over := func() ([]any, error) {
-		r.budget.Add(-size)
-		return nil, Errorf(protocol.CodeMemoryBudgetExceeded, "%s: its outputs would put node outputs over the execution's memory budget of %d bytes", what, l.MemoryBudget)
-	}
-	for i, o := range end.Outputs {
-		w := jsonweight.Of(o)
-		size += w
-		if r.budget.Add(w) > l.MemoryBudget {
-			return over()
-		}
-		v, err := decodeJSON(o)
-		if err != nil {
-			r.budget.Add(-size)
-			return nil, Errorf(protocol.CodeInvocationFailed, "%s: output %d is not JSON", what, doc.Start+i)
-		}
-		end.Outputs[i] = nil
-		vals[i] = v
-		if d := lang.SizeWithin(v, l.MemoryBudget+1) - w; d != 0 {
-			size += d
-			if r.budget.Add(d) > l.MemoryBudget {
-				return over()
-			}
-		}
-	}
-	return vals, nil
+	return nil
 }
 
-// forward reads a child's stream: each event is emitted through the
-// parent's sink (so the parent's bounds and redaction apply again), node
-// instances are counted against the batch's allowance of maxNodes (count),
-// and the end line is returned.
-//
-// What a line holds while it is read is charged to the execution's memory
-// budget, which the node outputs held and every other child's stream share:
-// a line is read whole before it can be decoded, and the end line carries a
-// batch's outputs, up to the child's own budget. The end is returned with
-// what is still charged for it (the line and the outputs' copies), which the
-// caller releases once it has charged the decoded outputs.
-func (r *run) forward(ctx context.Context, prefix string, rc io.Reader, count *batchCount, share *secrets.Share) (*batch.End, int64, error) {
-	br := bufio.NewReaderSize(rc, 64<<10)
-	l := r.x.limits
-	// A line carries one event (bounded by maxEventBytes in the child) or
-	// the end with the batch's outputs (bounded by the memory budget).
-	limit := l.MemoryBudget + int64(l.MaxEventBytes) + 64<<10
-	var line []byte
-	var held int64 // charged to r.budget: the line's buffer, then the end's copies
-	charge := func(n int64) error {
-		held += n
-		if r.budget.Add(n) > l.MemoryBudget {
-			return Errorf(protocol.CodeMemoryBudgetExceeded, "the stream of a child invocation would put node outputs over the execution's memory budget of %d bytes", l.MemoryBudget)
-		}
-		return nil
+// Suspending is errSuspended while the execution waits for a consent, nil
+// otherwise: a distributed map sends no batch after it.
+func (r *run) Suspending() error {
+	if r.suspended.Load() {
+		return errSuspended
 	}
-	fail := func(err error) (*batch.End, int64, error) {
-		r.budget.Add(-held)
-		return nil, 0, err
-	}
-	for {
-		if ctx.Err() != nil {
-			return fail(ctx.Err())
-		}
-		chunk, err := br.ReadSlice('\n')
-		c := cap(line)
-		line = append(line, chunk...)
-		if int64(len(line)) > limit {
-			return fail(fmt.Errorf("a line of the child's stream is over %d bytes", limit))
-		}
-		if grown := cap(line) - c; grown > 0 {
-			if err := charge(int64(grown)); err != nil {
-				return fail(err)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return fail(err)
-		}
-		if batch.IsEndLine(line) {
-			// Decoding the end copies its outputs: charged first.
-			if err := charge(int64(len(line))); err != nil {
-				return fail(err)
-			}
-		}
-		end, err := r.forwardLine(prefix, line, count, share)
-		if err != nil {
-			return fail(err)
-		}
-		if end != nil {
-			return end, held, nil
-		}
-		line = line[:0]
-	}
+	return nil
 }
 
-// forwardLine emits one event line of a child, or returns its end. A
-// private line (what the child's redactor learned) is learned, never
-// emitted.
-func (r *run) forwardLine(prefix string, line []byte, count *batchCount, share *secrets.Share) (*batch.End, error) {
-	var head struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(line, &head); err != nil {
-		return nil, fmt.Errorf("a line of the child's stream is not JSON: %w", err)
-	}
-	var ev protocol.Event
-	switch head.Type {
-	case batch.EndType:
-		end, err := batch.DecodeEnd(line)
-		if err != nil {
-			return nil, fmt.Errorf("the child's end line: %w", err)
-		}
-		return end, nil
-	case batch.LearnedType:
-		return nil, r.learnFromBatch(line, share)
-	case protocol.TypeNodeStarted, protocol.TypeNodeCompleted, protocol.TypeNodeFailed,
-		protocol.TypeNodeSuspended, protocol.TypePermissionDecision:
-		ev = protocol.NewEvent(head.Type)
-	default:
-		return nil, fmt.Errorf("the child's stream has an event of type %q", head.Type)
-	}
-	if err := json.Unmarshal(line, ev); err != nil {
-		return nil, fmt.Errorf("a %s event of the child: %w", head.Type, err)
-	}
-	red := r.x.redact
-	var id string
-	switch e := ev.(type) {
-	case *protocol.NodeStarted:
-		id, e.Input = e.NodeID, r.reredact(e.Input)
-		if e.Role != nil {
-			e.Role.Requested = red.String(e.Role.Requested)
-		}
-		// The batch's allowance is already in r.nodes: a child that
-		// starts more than it is stopped here.
-		if e.Attempt == 1 {
-			if count.started++; count.started > count.allowance {
-				return nil, Errorf(protocol.CodeLimitExceeded, "execution ran more than maxNodes (%d) nodes: a batch of a distributed map started more than its share (%d)", r.x.limits.MaxNodes, count.allowance)
-			}
-		}
-	case *protocol.NodeCompleted:
-		id, e.Output = e.NodeID, r.reredact(e.Output)
-	case *protocol.NodeFailed:
-		id, e.Error.Message = e.NodeID, red.String(e.Error.Message)
-		if !e.Retrying {
-			r.failed.add(e.NodeType, string(e.Error.Code))
-		}
-	case *protocol.NodeSuspended:
-		id, e.Request.Resource = e.NodeID, red.String(e.Request.Resource)
-	case *protocol.PermissionDecision:
-		id, e.Resource, e.Reason = e.NodeID, red.String(e.Resource), red.String(e.Reason)
-	}
-	// A child runs iterations of this map only: anything else is not
-	// passed on.
-	if !strings.HasPrefix(id, prefix) {
-		return nil, fmt.Errorf("the child's stream names node %q, outside the map", red.String(id))
-	}
-	_ = r.sink.Emit(ev)
-	return nil, nil
-}
-
-// reredact passes a child's traced value through the parent's redactor.
-func (r *run) reredact(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return b
-	}
-	out := r.x.redact.Bytes(b)
-	if !json.Valid(out) {
-		m, _ := json.Marshal(redact.Marker)
-		return m
-	}
-	return out
-}
+// NodeFailed counts a node's final failure, for metrics.
+func (r *run) NodeFailed(nodeType, code string) { r.failed.add(nodeType, code) }

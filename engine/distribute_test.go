@@ -384,31 +384,6 @@ func TestServeBatchRefuses(t *testing.T) {
 	}
 }
 
-// TestForwardRefusesForeignLines: a child's stream can only carry events
-// of the map's own iterations, and no terminal event.
-func TestForwardRefusesForeignLines(t *testing.T) {
-	e, _ := wtEngine(func(l *Limits) { l.MaxFanOutInvocations = 2 })
-	x, err := e.PrepareBody([]byte(`{"version":1,"workflow":{"nodes":[{"id":"a","type":"set"}]}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &run{x: x, id: "x", sink: &recSink{}}
-	for _, line := range []string{
-		`{"type":"node.started","nodeId":"other","nodeType":"set","attempt":1}`,
-		`{"type":"result","status":"completed"}`,
-		`{"type":"error","error":{}}`,
-		`{"type":"accepted"}`,
-		`not json`,
-	} {
-		if _, err := r.forwardLine("each[", []byte(line), &batchCount{allowance: 10}, nil); err == nil {
-			t.Errorf("%s: forwarded", line)
-		}
-	}
-	if n := len(r.sink.(*recSink).all()); n != 0 {
-		t.Errorf("%d events emitted", n)
-	}
-}
-
 // TestServeBatchEndsWhenItsStreamBreaks: a parent that closes the stream
 // ends the child's batch at its next write, long before its deadline.
 func TestServeBatchEndsWhenItsStreamBreaks(t *testing.T) {

@@ -12,8 +12,18 @@ import (
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/engine/secrets"
+	"github.com/runnerd/lambda-runner/engine/services"
 	"github.com/runnerd/lambda-runner/protocol"
 )
+
+// Services configures the runtime services that model, agent, tool and
+// http nodes call (services.Config): fixed per process, its zero value
+// meaning nothing configured.
+type Services = services.Config
+
+// CodeRunner evaluates one code node's function body and checks its
+// syntax before acceptance (services.CodeRunner); a *sandbox.Pool is one.
+type CodeRunner = services.CodeRunner
 
 // Engine prepares and runs executions. It is safe for concurrent use once
 // configured; its zero value is not usable, use New.
@@ -128,6 +138,24 @@ func (e *Engine) NodeTypes() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// modelClients returns the clients model calls use.
+func (e *Engine) modelClients() *models.Clients {
+	if e.Services.Models != nil {
+		return e.Services.Models
+	}
+	return e.defaultClients
+}
+
+// ModelRoles lists the roles of the deployment's model table, sorted, for
+// capabilities.
+func (e *Engine) ModelRoles() []string {
+	roles := e.Services.ModelTable.Roles()
+	if roles == nil {
+		roles = []string{}
+	}
+	return roles
 }
 
 // Execution is a request checked and compiled, ready to run once.

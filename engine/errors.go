@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runnerd/lambda-runner/engine/distribute"
 	"github.com/runnerd/lambda-runner/engine/document"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/secrets"
@@ -102,7 +103,8 @@ func classify(err error, attemptCtx, execCtx context.Context) *NodeError {
 // code, of a package below the engine that knows nothing of node errors:
 // an evaluation's, or an author value's JSON cannot hold (engine/authorjson),
 // both lang.Errors; a bound of what an execution learns from its secrets
-// (engine/secrets). Other errors, nil included, are returned as they are.
+// (engine/secrets); a distributed map's (engine/distribute). Other errors,
+// nil included, are returned as they are.
 func codedError(err error) error {
 	if err == nil {
 		return nil
@@ -112,6 +114,9 @@ func codedError(err error) error {
 	}
 	if se := (*secrets.Error)(nil); errors.As(err, &se) {
 		return &NodeError{Code: se.Code, Message: se.Message}
+	}
+	if de := (*distribute.Error)(nil); errors.As(err, &de) {
+		return &NodeError{Code: de.Code, Message: de.Message}
 	}
 	return err
 }

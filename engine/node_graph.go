@@ -135,12 +135,12 @@ loop:
 	return out, nil
 }
 
-// dispatch is what a map's bounded-dispatch loop shares, in process
-// (mapStep.iterations) and distributed (mapStep.distribute): the caller
-// starts its items in goroutines of its own, at most N at a time, each
-// counted in wg; the first failure is kept and cancels the others; wait
-// collects. The caller's goroutines are the only allocation per item, as
-// the loop's own would be.
+// dispatch is what a map's bounded-dispatch loop shares in process
+// (mapStep.iterations; a distributed map's batches are engine/distribute's):
+// the caller starts its items in goroutines of its own, at most N at a
+// time, each counted in wg; the first failure is kept and cancels the
+// others; wait collects. The caller's goroutines are the only allocation
+// per item, as the loop's own would be.
 type dispatch struct {
 	ctx    context.Context // the items', cancelled on the first failure
 	cancel context.CancelFunc
@@ -163,11 +163,6 @@ func (d *dispatch) fail(err error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.failLocked(err)
-}
-
-// failLocked is fail for a caller that holds d.mu.
-func (d *dispatch) failLocked(err error) {
 	if d.first == nil {
 		d.first = err
 	}

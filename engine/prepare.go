@@ -11,6 +11,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/permission"
 	"github.com/runnerd/lambda-runner/engine/plancache"
 	"github.com/runnerd/lambda-runner/engine/secrets"
+	"github.com/runnerd/lambda-runner/engine/services"
 	"github.com/runnerd/lambda-runner/protocol"
 )
 
@@ -37,7 +38,7 @@ type prep struct {
 	children    map[string]*graph
 	nodes       int
 	overNodes   bool // nodes went past maxNodes, and it was said
-	svc         prepServices
+	svc         services.Request
 	limits      Limits            // the engine's, defaults applied
 	input       *lang.InputShape  // the input schema of the document being compiled
 	fanout      bool              // a map distributes (with.distribute)
@@ -130,8 +131,10 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 		ConsentAvailable: req.ConsentAvailable,
 	})
 	d.AddErr("", err)
-	p.prepareServices()
-	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.models, http: p.svc.http, limits: p.limits}
+	// The runtime services, before the workflow is compiled, so that node
+	// kinds can check what they name against them.
+	p.svc = e.Services.Check(req, e.modelClients(), d)
+	x := &Execution{e: e, req: req, trace: req.Trace, children: p.children, decider: decider, models: p.svc.Models, http: p.svc.HTTP, limits: p.limits}
 	defer func() { x.fanout = p.fanout }()
 	switch {
 	case pl != nil:
@@ -174,7 +177,7 @@ func (e *Engine) prepare(req *protocol.ExecutionRequest, d *document.Problems, m
 // of its nodes), and a cached plan must keep nothing of the request that
 // compiled it (its body, input or secrets) past that request.
 func (p *prep) detach() {
-	p.req, p.d, p.svc = nil, nil, prepServices{}
+	p.req, p.d, p.svc = nil, nil, services.Request{}
 	p.secretNames, p.childDocs, p.childPaths, p.children = nil, nil, nil, nil
 }
 

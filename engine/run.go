@@ -15,6 +15,7 @@ import (
 	"github.com/runnerd/lambda-runner/engine/authorjson"
 	"github.com/runnerd/lambda-runner/engine/lang"
 	"github.com/runnerd/lambda-runner/engine/models"
+	"github.com/runnerd/lambda-runner/engine/services"
 	"github.com/runnerd/lambda-runner/protocol/redact"
 
 	"github.com/runnerd/lambda-runner/protocol"
@@ -43,7 +44,7 @@ type run struct {
 	budget atomic.Int64 // bytes held in node outputs
 	usage  usageCounters
 	failed failureCounts // final node failures, for metrics
-	svc    *runServices  // models, toolsets and http of this execution
+	svc    *services.Run // models, toolsets and http of this execution
 	// nodeCap, in a distributed map's child, is the most nodes its batch
 	// may start (batchDoc.MaxNodes); 0 elsewhere: maxNodes (nodeCeiling).
 	nodeCap int64
@@ -53,7 +54,7 @@ type run struct {
 	suspended   atomic.Bool
 
 	// fanSlots bounds the child invocations of all the execution's
-	// distributed maps together (distribute.go, fanOutSlots).
+	// distributed maps together (distribute.go, fanOutSlots; distribute.Parent.Slots).
 	fanSlotsOnce sync.Once
 	fanSlots     chan struct{}
 	// deadline is the execution's (its context's, less the reserve): a
@@ -155,13 +156,20 @@ func (x *Execution) Run(ctx context.Context, sink Sink) (sum protocol.Summary) {
 func (r *run) open(ctx context.Context) (context.Context, *graphRun, func()) {
 	x := r.x
 	r.sem = make(chan struct{}, max(1, x.limits.MaxConcurrency))
-	r.svc = x.openServices()
+	r.svc = x.e.Services.Open(x.models, x.http, x.e.modelClients(), x.req.Runtime.Toolsets, x.limits.Reads())
 	dctx, cancel := x.deadline(ctx)
 	stop := func() {
 		cancel()
 		r.closeServices(ctx)
 	}
 	return dctx, r.newGraphRun(x.g, &scope{input: x.input, exec: map[string]any{"id": r.id}}, "", 0), stop
+}
+
+// closeServices releases the services once the terminal event is written
+// (services.Run.Close), within the reserve and ctx's deadline: a toolset
+// that fails to close only matters to operators, and is logged, redacted.
+func (r *run) closeServices(ctx context.Context) {
+	r.svc.Close(ctx, r.x.limits.Reserve, r.x.e.closing, r.x.e.Logger, r.id, r.x.redact)
 }
 
 // deadline derives the execution context: the caller's deadline (the
@@ -283,7 +291,7 @@ func (r *run) usageSnapshot() protocol.Usage {
 		OutputTokens: r.usage.outputTokens.Load(),
 		ModelCalls:   r.usage.modelCalls.Load(),
 		ToolCalls:    r.usage.toolCalls.Load(),
-		HTTPRequests: r.usage.httpRequests.Load() + r.svc.httpRequests(),
+		HTTPRequests: r.usage.httpRequests.Load() + r.svc.HTTPRequests(),
 	}
 }
 
@@ -556,7 +564,7 @@ func roleFallback(call *Call, with any) *protocol.RoleFallback {
 	}
 	m, _ := with.(map[string]any)
 	role, _ := m["role"].(string)
-	if role == "" || !call.services().models.FallsBack(role) {
+	if role == "" || !call.services().Models.FallsBack(role) {
 		return nil
 	}
 	// The role is the author's, evaluated from any value: it is

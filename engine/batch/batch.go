@@ -5,10 +5,10 @@
 // decoding, the cutting of the items into batches that fit one event
 // (Pack), and the writer of the child's stream (Writer).
 //
-// It holds the format and its mechanics only: what a batch runs and how
-// the parent forwards, counts and redacts a child's events are the
-// engine's (engine/distribute.go is the parent's side, engine/batch.go
-// the child's, Engine.ServeBatch). It imports the standard library,
+// It holds the format and its mechanics only: how the parent sends the
+// batches and forwards, counts and redacts a child's events is
+// engine/distribute's, what a batch runs the engine's (engine/batch.go is
+// the child's side, Engine.ServeBatch). It imports the standard library,
 // protocol and engine/secrets, never engine.
 package batch
 
@@ -75,7 +75,7 @@ type Doc struct {
 	NodeDeadlineMs int64 `json:"nodeDeadlineMs,omitempty"`
 	// MaxNodes is the most nodes the batch may start: its share of what
 	// remained of the execution's maxNodes when it was sent
-	// (engine/distribute_count.go).
+	// (engine/distribute/count.go).
 	MaxNodes int64 `json:"maxNodes,omitempty"`
 	// Learned is what the parent's redactor had learned (values built from
 	// secrets) when it sent the batch, which the child knows before it

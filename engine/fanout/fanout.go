@@ -1,7 +1,8 @@
 // Package fanout starts the child invocations of a distributed map: Lambda's
 // InvokeWithResponseStream, through aws-sdk-go-v2's lambda client, on the
 // runner's own function and version (or the function RUNNER_FANOUT_FUNCTION
-// names). The engine reaches it as engine.FanOut; the child's side is
+// names). The engine reaches it as engine.FanOut (distribute.FanOut, which
+// engine/distribute sends the batches through); the child's side is
 // engine.Engine.ServeBatch.
 package fanout
 

@@ -11,9 +11,12 @@ import (
 // TestImportDirection keeps the packages layered as docs/architecture.md
 // draws them: protocol at the bottom on the standard library alone (its
 // subpackages, such as protocol/redact, likewise), the expression language
-// (engine/lang) and the adapters (engine/models, engine/toolsets, engine/egress,
-// engine/permission, infra/*) below the engine, and nothing but this
-// command above functions. Dependencies are transitive, so a detour
+// (engine/lang), the adapters (engine/models, engine/toolsets, engine/egress,
+// engine/permission, infra/*) and the rooms taken out of the engine
+// (engine/document, engine/secrets, engine/authorjson, engine/plancache,
+// engine/distribute, engine/batch, engine/services, engine/limits,
+// engine/dag) below the engine, and nothing but this command above
+// functions. Dependencies are transitive, so a detour
 // through another package is caught too.
 func TestImportDirection(t *testing.T) {
 	if testing.Short() {
@@ -122,6 +125,20 @@ func TestImportDirection(t *testing.T) {
 			forbid("the wire of a distributed map sits below the engine: it imports protocol and engine/secrets (with its engine/lang) only", func(d string) bool {
 				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
 					d != mod+"engine/secrets" && !strings.HasPrefix(d, mod+"engine/lang")
+			})
+		case pkg == "engine/distribute":
+			// The parent's side of a distributed map reaches the execution
+			// through the interface it declares (distribute.Execution),
+			// which the engine implements: never the engine itself.
+			forbid("a distributed map's sending sits below the engine: it imports protocol, engine/batch, engine/secrets, engine/lang and engine/jsonweight only", func(d string) bool {
+				return strings.HasPrefix(d, mod) && d != mod+"protocol" && !strings.HasPrefix(d, mod+"protocol/") &&
+					d != mod+"engine/batch" && d != mod+"engine/secrets" && d != mod+"engine/jsonweight" && !strings.HasPrefix(d, mod+"engine/lang")
+			})
+		case pkg == "engine/services":
+			// engine.Services is an alias of its Config: the engine reads
+			// the services through it, never the other way round.
+			forbid("the runtime services sit below the engine, beside the adapters they configure: they import neither the engine nor a kind", func(d string) bool {
+				return d == mod+"engine" || d == mod+"engine/nodes" || strings.HasPrefix(d, mod+"functions") || strings.HasPrefix(d, mod+"infra/")
 			})
 		case pkg == "engine/dag":
 			forbid("the graph algorithms use the standard library only", func(d string) bool {
