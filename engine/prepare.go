@@ -23,7 +23,7 @@ import (
 //  3. graph (prepare_graph.go): ids, needs, cycles, dependents;
 //  4. compile (prepare_compile.go): each node's when and with, through
 //     engine/lang and the node's Kind; the input schema and the output;
-//  5. input (prepare_input.go): the request's input against the schema.
+//  5. input (document.Input): the request's input against the schema.
 //
 // Preflight (gate.go) follows acceptance, in Execution.Run.
 
