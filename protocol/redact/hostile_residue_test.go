@@ -3,7 +3,9 @@ package redact
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -212,5 +214,32 @@ func TestHostileLeadResidue(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestHostileFoldRing: reading a short text folded costs what the text
+// does, not what the longest form does: a redactor of 4 KiB secrets of
+// control characters (24 KiB JSON-escaped, 12 KiB escaped) redacted
+// every short event with an upper-case letter by allocating a ring of
+// its longest form, 200 KB per layer (125 µs an event, against 0.15 µs
+// for the same event lower-cased).
+func TestHostileFoldRing(t *testing.T) {
+	var secrets []string
+	for i := range 16 {
+		secrets = append(secrets, fmt.Sprint(i%10)+strings.Repeat("\x01", 4<<10-1))
+	}
+	r := New(secrets...).With("learned " + strings.Repeat("\x7f", 4<<10))
+	text := `{"type":"node.completed","nodeId":"A","output":"X"}`
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 100
+	for range n {
+		if got := r.String(text); got != text {
+			t.Fatalf("String(%q) = %q", text, got)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64*uint64(len(text)) {
+		t.Errorf("redacting a %d-byte text allocated %d bytes", len(text), per)
 	}
 }

@@ -203,13 +203,15 @@ func (m *matcher) find(s string) []span {
 // findFolded returns the intervals of s whose folded view (fold) is a
 // pattern of m, merged, in order; widest is m's longest pattern. The
 // view's bytes are read as they are made, and the offset in s of the last
-// widest of them kept in a ring, so that a match is mapped back to the
-// text it was read from: linear in s, like find.
+// widest of them (no more than s has bytes: the view is never longer than
+// s) kept in a ring, so that a match is mapped back to the text it was
+// read from: linear in s, like find, whatever the longest pattern.
 func (m *matcher) findFolded(s string, widest int) []span {
 	var spans []span
 	if widest == 0 {
 		return spans
 	}
+	widest = min(widest, len(s))
 	at := make([]int, widest) // at[k%widest]: where view byte k began in s
 	st := int32(0)
 	k := 0
