@@ -10,7 +10,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"html"
 	"io"
 	"maps"
 	"net"
@@ -26,6 +28,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -600,7 +603,7 @@ func hpRefusedInBand(t *testing.T, o *hpOutcome, nodes ...string) {
 
 func TestHostileProcess(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the built runner through every class of issue 45: about 40 s")
+		t.Skip("runs the built runner through every class of issue 45: about 45 s")
 	}
 	if _, err := os.Stat("/proc/self/task"); err != nil {
 		t.Skipf("needs /proc to measure the runner and its workers: %v", err)
@@ -617,11 +620,13 @@ func TestHostileProcess(t *testing.T) {
 		{"2e encoding: distributed items", hpAmpDistributedItems},
 		{"2f encoding: results and traces", hpAmpResults},
 		{"3 slow reader", hpSlowReader},
+		{"3b hosts that never finish", hpSlowHosts},
 		{"4 syntax-check bombs", hpSyntaxBombs},
 		{"5 pool starvation", hpPoolStarvation},
 		{"6 legitimate load", hpLegitimate},
 		{"7 getters throwing", hpGettersThrow},
 		{"8 redaction residue", hpRedactionResidue},
+		{"8b echoes escaped otherwise", hpEscapedEchoes},
 	} {
 		t.Run(row.name, row.run)
 	}
@@ -639,6 +644,7 @@ func TestHostileProcess(t *testing.T) {
 func hpAmbientCredentials(t *testing.T) {
 	rec := hpRecord(t, nil)
 	host := strings.TrimPrefix(rec.URL, "http://")
+	_, port, _ := strings.Cut(host, ":")
 	// The Bedrock SDK sends an entry's own key only over TLS.
 	tlsRec, certFile := hpRecordTLS(t)
 	r := hpStart(t, 4, map[string]string{"SSL_CERT_FILE": certFile})
@@ -655,6 +661,12 @@ func hpAmbientCredentials(t *testing.T) {
 			`{"role":"general","provider":"bedrock","model":"m","baseUrl":"http://bedrock-runtime.eu-west-1.amazonaws.com@` + host + `"}`, "runtime.models[0].apiKey"},
 		{"bedrock for an agent", agentNode,
 			`{"role":"planner","provider":"bedrock","model":"m","baseUrl":"` + rec.URL + `/x"}`, "runtime.models[0].apiKey"},
+		{"bedrock at AWS's host with a trailing dot", modelNode,
+			`{"role":"general","provider":"bedrock","model":"m","baseUrl":"https://bedrock-runtime.eu-west-1.amazonaws.com.:443"}`, "runtime.models[0].apiKey"},
+		{"bedrock at AWS's host, another port", modelNode,
+			`{"role":"general","provider":"bedrock","model":"m","region":"eu-west-1","baseUrl":"https://BEDROCK-RUNTIME.eu-west-1.amazonaws.com:` + port + `"}`, "runtime.models[0].apiKey"},
+		{"bedrock at an escaped host", modelNode,
+			`{"role":"general","provider":"bedrock","model":"m","baseUrl":"http://127.0.0.1%3a` + port + `"}`, "runtime.models[0].apiKey"},
 		{"bedrock, a region naming a host", modelNode,
 			`{"role":"general","provider":"bedrock","model":"m","region":"` + host + `/"}`, "runtime.models[0].region"},
 	} {
@@ -1337,4 +1349,172 @@ func commonPrefixLen(a, b string) int {
 		n++
 	}
 	return n
+}
+
+// Class 3, hosts: every client a request points at a host that answers
+// and then never finishes — an http node's body trickling a byte every
+// 200 ms (and six of them in a map), OpenAI and Anthropic streams that
+// trickle the same way (a model node and an agent), an MCP endpoint that
+// never answers, one that opens its stream and sends nothing, and a tool
+// that never returns — ends by the execution's deadline, with exactly one
+// terminal event. Beside them (class 2, the other way), code nodes return
+// arrays of one shared object, a few hundred KB of JSON that decode to
+// tens of MB: refused in-band by the reply's decoded weight.
+func hpSlowHosts(t *testing.T) {
+	quit := make(chan struct{})
+	trickle := func(ct string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", ct)
+			w.WriteHeader(http.StatusOK)
+			for {
+				if _, err := io.WriteString(w, " "); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-quit:
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}
+	}
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-quit:
+		}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Never returns."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-ctx.Done():
+			case <-quit:
+			}
+			return nil, nil, errors.New("stopped")
+		})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/trickle", trickle("application/json"))
+	mux.HandleFunc("/v1/chat/completions", trickle("text/event-stream"))
+	mux.HandleFunc("/v1/messages", trickle("text/event-stream"))
+	mux.HandleFunc("/mcp-hang", hang)
+	mux.HandleFunc("/mcp-silent", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		hang(w, r)
+	})
+	mux.Handle("/mcp-slow", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		close(quit)
+		// The runner left at its deadline: its session is closed here.
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	r := hpStart(t, 4, nil)
+	cont := `"onError":"continue"`
+	nodes := []string{
+		`{"id":"h","type":"http",` + cont + `,"with":{"url":"` + ts.URL + `/trickle"}}`,
+		`{"id":"oa","type":"model",` + cont + `,"with":{"role":"oa","prompt":"hi"}}`,
+		`{"id":"an","type":"model",` + cont + `,"with":{"role":"an","prompt":"hi"}}`,
+		`{"id":"ag","type":"agent",` + cont + `,"with":{"role":"oa","prompt":"hi"}}`,
+		`{"id":"t1","type":"tool",` + cont + `,"with":{"toolset":"hang","tool":"x","arguments":{}}}`,
+		`{"id":"t2","type":"tool",` + cont + `,"with":{"toolset":"silent","tool":"x","arguments":{}}}`,
+		`{"id":"t3","type":"tool",` + cont + `,"with":{"toolset":"slow","tool":"wait","arguments":{}}}`,
+		`{"id":"mp","type":"map",` + cont + `,"with":{"items":[1,2,3,4,5,6],"nodes":[{"id":"x","type":"http","with":{"url":"` + ts.URL + `/trickle"}}]}}`,
+	}
+	weighty := []string{"const o = {a: {}}; return new Array(100000).fill(o)", "const o = [[]]; return new Array(150000).fill(o)"}
+	for i, code := range weighty {
+		nodes = append(nodes, fmt.Sprintf(`{"id":"w%d","type":"code",`+cont+`,"with":{"code":%s}}`, i, hpString(code)))
+	}
+	o := r.post(t, "hosts that never finish", hpDoc(nodes, `"runtime":{"models":[
+			{"role":"oa","provider":"openai","model":"m","apiKey":"k","baseUrl":"`+ts.URL+`/v1"},
+			{"role":"an","provider":"anthropic","model":"m","apiKey":"k","baseUrl":"`+ts.URL+`"}],
+		"toolsets":[{"name":"hang","url":"`+ts.URL+`/mcp-hang"},{"name":"silent","url":"`+ts.URL+`/mcp-silent"},{"name":"slow","url":"`+ts.URL+`/mcp-slow"}],
+		"http":{"policy":{"allowPrivateNetwork":true}}}`,
+		`"toolPolicies":[{"match":"*/*","decision":"allow"}]`))
+	if term := o.terminalEvent(); term == nil || !strings.Contains(fmt.Sprint(term["error"]), "DEADLINE_EXCEEDED") {
+		t.Errorf("%s: terminal %v, want the deadline", o.name, term)
+	}
+	failed := o.nodeFailures()
+	for _, id := range []string{"h", "oa", "an", "ag", "t1", "t2", "t3", "mp"} {
+		if failed[id] == nil {
+			t.Errorf("%s: no node.failed for %s", o.name, id)
+		}
+	}
+	hpRefusedInBand(t, o, "w0", "w1")
+	r.finish(t, nil, o)
+}
+
+// Class 8, escapes: a host echoes the query secret it was sent as other
+// encoders escape it — Python's json.dumps (\u00e4, a surrogate pair),
+// an HTML page (&amp; &lt; &#39;), a redirect's next= (escaped twice) — in
+// a text body no JSON decoding reads: the body shows what the host wrote
+// around it, then one [REDACTED], then the rest.
+func hpEscapedEchoes(t *testing.T) {
+	pyJSON := func(s string) string {
+		var b strings.Builder
+		for _, c := range s {
+			switch {
+			case c > 0xffff:
+				r1, r2 := utf16.EncodeRune(c)
+				fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			case c > 0x7e:
+				fmt.Fprintf(&b, `\u%04x`, c)
+			default:
+				b.WriteRune(c)
+			}
+		}
+		return b.String()
+	}
+	escapes := map[string]func(string) string{
+		"py":   func(v string) string { return `{"detail": "bad key ` + pyJSON(v) + `"}` },
+		"html": func(v string) string { return "<p>bad key " + html.EscapeString(v) + "</p>" },
+		"double": func(v string) string {
+			return "see /login?next=" + url.QueryEscape("/x?k="+url.QueryEscape(v)) + " now"
+		},
+	}
+	host := hpRecord(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, escapes[strings.TrimPrefix(r.URL.Path, "/")](r.URL.Query().Get("k")))
+	})
+	r := hpStart(t, 4, nil)
+	secrets := map[string]string{"uml": "pässwörd-Geheim-42", "amp": "key&pass<word>'q9", "emo": "s3cr3t😀emoji", "res": "a/b+c=d?e&f-gh1234"}
+	var nodes, sec []string
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		sec = append(sec, `"`+name+`":{"value":`+hpString(secrets[name])+`,"hosts":["127.0.0.1"]}`)
+		for _, e := range slices.Sorted(maps.Keys(escapes)) {
+			nodes = append(nodes, `{"id":"`+name+`_`+e+`","type":"http","with":{"url":"`+host.URL+`/`+e+`","query":{"k":"${{ secrets.`+name+` }}"}}}`)
+		}
+	}
+	o := r.post(t, "escaped echoes", `{"version":1,"workflow":{"nodes":[`+strings.Join(nodes, ",")+`]},
+		"runtime":{"http":{"policy":{"allowPrivateNetwork":true},"secrets":{`+strings.Join(sec, ",")+`}}}}`)
+	term := o.terminalEvent()
+	if term == nil || term["type"] != "result" {
+		t.Fatalf("%s: %d %.2000s", o.name, o.status, o.body)
+	}
+	got, _ := term["output"].(map[string]any)
+	for name := range secrets {
+		for e, escape := range escapes {
+			id := name + "_" + e
+			out, _ := got[id].(map[string]any)
+			// What the host wrote around the value, whatever the value.
+			around := strings.Split(escape("\x00"), url.QueryEscape(url.QueryEscape("\x00")))
+			if len(around) != 2 {
+				around = strings.Split(escape("\x00"), pyJSON("\x00"))
+			}
+			if body, _ := out["body"].(string); body != around[0]+"[REDACTED]"+around[1] {
+				t.Errorf("%s: the echo reads %q, want %q", id, body, around[0]+"[REDACTED]"+around[1])
+			}
+		}
+	}
+	r.finish(t, secrets, o)
 }

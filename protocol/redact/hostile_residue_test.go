@@ -3,9 +3,13 @@ package redact
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
+	"html"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 // learnedPart is what the engine learns of a value built from a secret
@@ -212,5 +216,147 @@ func TestHostileLeadResidue(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestHostileDecodedForms: a secret echoed by a host that escapes it
+// another way than the runner sent it — JSON as Python's json.dumps writes
+// it (\u00e4, surrogate pairs, in either case of hex; \u0027 as PHP's
+// JSON_HEX_APOS), HTML as an error page quotes a value (&amp; &lt; &#39;
+// &#x27; &quot;, every character as a reference), bytes as \xHH, a URL
+// escaped twice (a redirect's next= of a query) — goes whole, its
+// neighbours kept (a red team of the built runner: an http node's text
+// body showed "p\u00e4ssw\u00f6rd-Geheim-42" and
+// "key&amp;pass&lt;word&gt;&#39;q9").
+func TestHostileDecodedForms(t *testing.T) {
+	jsonASCII := func(hexDigits string, all bool) func(string) string {
+		return func(s string) string {
+			var b strings.Builder
+			u := func(r rune) {
+				b.WriteString(`\u`)
+				for sh := 12; sh >= 0; sh -= 4 {
+					b.WriteByte(hexDigits[r>>sh&15])
+				}
+			}
+			for _, r := range s {
+				switch {
+				case r > 0xffff:
+					r1, r2 := utf16.EncodeRune(r)
+					u(r1)
+					u(r2)
+				case r > 0x7e || all || r == '\'' || r == '<' || r == '&':
+					u(r)
+				case r == '"' || r == '\\':
+					b.WriteByte('\\')
+					b.WriteRune(r)
+				default:
+					b.WriteRune(r)
+				}
+			}
+			return b.String()
+		}
+	}
+	// Bytes outside letters and digits as \xHH, as Python's repr of bytes
+	// and JavaScript escapers write them.
+	xBytes := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		}
+		return b.String()
+	}
+	refs := func(format string) func(string) string {
+		return func(s string) string {
+			var b strings.Builder
+			for _, r := range s {
+				fmt.Fprintf(&b, format, r)
+			}
+			return b.String()
+		}
+	}
+	transforms := map[string]func(string) string{
+		"python json":            jsonASCII("0123456789abcdef", false),
+		"json, upper-case hex":   jsonASCII("0123456789ABCDEF", false),
+		"json, every character":  jsonASCII("0123456789abcdef", true),
+		"go html":                html.EscapeString,
+		"python html":            strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;").Replace,
+		"decimal references":     refs("&#%d;"),
+		"hex references":         refs("&#X%X;"),
+		"\\x bytes":              xBytes,
+		"query escaped twice":    func(s string) string { return url.QueryEscape(url.QueryEscape(s)) },
+		"path escaped twice":     func(s string) string { return url.PathEscape(url.PathEscape(s)) },
+		"escaped three times":    func(s string) string { return url.QueryEscape(url.QueryEscape(url.QueryEscape(s))) },
+		"html of a query escape": func(s string) string { return html.EscapeString(url.QueryEscape(s)) },
+	}
+	secrets := []string{"pässwörd-Geheim-42", "key&pass<word>'q9\"", "s3cr3t😀emoji", "a/b+c=d?e&f gh"}
+	contexts := []struct{ before, after string }{
+		{`{"detail": "bad key `, `"}`},
+		{"<p>bad key ", "</p>"},
+		{"/login?next=", " HTTP/1.1"},
+	}
+	for name, tr := range transforms {
+		for _, secret := range secrets {
+			form := tr(secret)
+			for _, c := range contexts {
+				text := c.before + form + c.after
+				want := c.before + Marker + c.after
+				if got := New(secret).String(text); got != want {
+					t.Errorf("%s of %q: String(%q) = %q, want %q", name, secret, text, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestDecodedFormsNotEscapes: what only looks like an escape is read as
+// the text it is — an escaped backslash before "u0041", a lone surrogate,
+// a reference without its ';' or past U+10FFFF — so no secret is found in
+// it, and a secret next to it goes without it.
+func TestDecodedFormsNotEscapes(t *testing.T) {
+	r := New("Abcdef-42")
+	for in, want := range map[string]string{
+		`x \\u0041bcdef-42`:         `x \\u0041bcdef-42`,
+		`x \ud800bcdef-42`:          `x \ud800bcdef-42`,
+		`x &#65bcdef-42`:            `x &#65bcdef-42`,
+		`x &#x110041;bcdef-42`:      `x &#x110041;bcdef-42`,
+		`x \\\u0041bcdef-42 y`:      `x \\` + Marker + ` y`,
+		`x &amp;&#x41;bcdef-42; y`:  `x &amp;` + Marker + `; y`,
+		`"\u0041bcdef-42\"`:         `"` + Marker + `\"`,
+		`q=%252541bcdef%252D42&n=1`: `q=` + Marker + `&n=1`,
+	} {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestHostileFoldRing: reading a short text folded costs what the text
+// does, not what the longest form does: a redactor of 4 KiB secrets of
+// control characters (24 KiB JSON-escaped, 12 KiB escaped) redacted
+// every short event with an upper-case letter by allocating a ring of
+// its longest form, 200 KB per layer (125 µs an event, against 0.15 µs
+// for the same event lower-cased).
+func TestHostileFoldRing(t *testing.T) {
+	var secrets []string
+	for i := range 16 {
+		secrets = append(secrets, fmt.Sprint(i%10)+strings.Repeat("\x01", 4<<10-1))
+	}
+	r := New(secrets...).With("learned " + strings.Repeat("\x7f", 4<<10))
+	text := `{"type":"node.completed","nodeId":"A","output":"X"}`
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 100
+	for range n {
+		if got := r.String(text); got != text {
+			t.Fatalf("String(%q) = %q", text, got)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64*uint64(len(text)) {
+		t.Errorf("redacting a %d-byte text allocated %d bytes", len(text), per)
 	}
 }

@@ -20,8 +20,8 @@ import (
 
 // naiveRedact is the reference: the union of the intervals of every
 // occurrence of every form of every value, in the text and, when it has an
-// upper-case letter or a '%', in its folded view, each maximal run
-// replaced by one Marker.
+// upper-case letter, a '%', a backslash or a '&', in its folded view (each
+// unit of viewUnit decoded), each maximal run replaced by one Marker.
 func naiveRedact(values []string, s string) string {
 	covered := make([]bool, len(s))
 	for _, v := range values {
@@ -44,16 +44,13 @@ func naiveRedact(values []string, s string) string {
 		var view []byte
 		var from, to []int
 		for i := 0; i < len(s); {
-			from = append(from, i)
-			c := s[i]
-			if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-				c = unhex(s[i+1])<<4 | unhex(s[i+2])
-				i += 3
-			} else {
-				i++
+			bs, next := viewUnit(s, i, nil)
+			for _, c := range bs {
+				from = append(from, i)
+				view = append(view, lower(c))
+				to = append(to, next)
 			}
-			view = append(view, lower(c))
-			to = append(to, i)
+			i = next
 		}
 		for _, v := range values {
 			for _, f := range valueForms(v) {

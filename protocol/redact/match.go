@@ -3,6 +3,8 @@ package redact
 import (
 	"slices"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // matcher finds every occurrence of a set of patterns in one pass over a
@@ -202,69 +204,204 @@ func (m *matcher) find(s string) []span {
 
 // findFolded returns the intervals of s whose folded view (fold) is a
 // pattern of m, merged, in order; widest is m's longest pattern. The
-// view's bytes are read as they are made, and the offset in s of the last
-// widest of them kept in a ring, so that a match is mapped back to the
-// text it was read from: linear in s, like find.
+// view's bytes are read as they are made, and the offset in s of the
+// escape each came from kept in a ring of the last widest of them (no more
+// than s has bytes: the view is never longer than s), so that a match is
+// mapped back to the text it was read from: linear in s, like find.
 func (m *matcher) findFolded(s string, widest int) []span {
 	var spans []span
 	if widest == 0 {
 		return spans
 	}
-	at := make([]int, widest) // at[k%widest]: where view byte k began in s
+	ring := min(widest, len(s))
+	at := make([]int, ring) // at[k%ring]: where the escape view byte k came from began in s
 	st := int32(0)
 	k := 0
-	for i := 0; i < len(s); k++ {
-		at[k%widest] = i
-		b := s[i]
-		if b == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			b = unhex(s[i+1])<<4 | unhex(s[i+2])
-			i += 3
-		} else {
-			i++
-		}
-		b = lower(b)
-		for {
-			if st == 0 {
-				st = m.root[b]
-				break
+	var unit [utf8.UTFMax]byte
+	for i := 0; i < len(s); {
+		bs, next := viewUnit(s, i, unit[:0])
+		for _, b := range bs {
+			at[k%ring] = i
+			b = lower(b)
+			for {
+				if st == 0 {
+					st = m.root[b]
+					break
+				}
+				if nx := m.next(st, b); nx > 0 {
+					st = nx
+					break
+				}
+				st = m.fail[st]
 			}
-			if nx := m.next(st, b); nx > 0 {
-				st = nx
-				break
+			if l := int(m.longest[st]); l > 0 {
+				spans = addSpan(spans, span{at[(k+1-l)%ring], next})
 			}
-			st = m.fail[st]
+			k++
 		}
-		if l := int(m.longest[st]); l > 0 {
-			spans = addSpan(spans, span{at[(k+1-l)%widest], i})
-		}
+		i = next
 	}
 	return spans
 }
 
-// fold is s as findFolded reads text: each %XX escape decoded (either case
-// of hex), then ASCII letters lower-cased.
+// viewUnit appends to buf the bytes the text at s[i] stands for, read as a
+// URL decoder, a JSON or JavaScript reader and an HTML reader would read it,
+// and returns them with where the next unit begins: a %XX escape (twice
+// escaped too: %2541 is A) is its byte; \uXXXX (a surrogate pair as one)
+// and \xXX are their character in UTF-8; &#N; &#xN; &amp; &lt; &gt; &quot;
+// and &apos; are theirs; any other backslash goes with the byte after it,
+// as JSON reads them (so \\u0041 is not an escape); any other byte is
+// itself. The bytes are never more than the unit's length in s.
+func viewUnit(s string, i int, buf []byte) ([]byte, int) {
+	switch c := s[i]; c {
+	case '%':
+		if b, n, ok := hexByte(s, i+1); ok {
+			j := i + 1 + n
+			for b == '%' {
+				nb, nn, ok := hexByte(s, j)
+				if !ok {
+					break
+				}
+				b, j = nb, j+nn
+			}
+			return append(buf, b), j
+		}
+	case '\\':
+		if i+1 >= len(s) {
+			break
+		}
+		switch s[i+1] {
+		case 'u':
+			if r, n := jsonRune(s, i); n > 0 {
+				return utf8.AppendRune(buf, r), i + n
+			}
+		case 'x':
+			if b, n, ok := hexByte(s, i+2); ok {
+				return append(buf, b), i + 2 + n
+			}
+		}
+		return append(buf, c, s[i+1]), i + 2
+	case '&':
+		if r, n := htmlRef(s, i); n > 0 {
+			return utf8.AppendRune(buf, r), i + n
+		}
+	}
+	return append(buf, s[i]), i + 1
+}
+
+// hexByte reads two hex digits at s[i].
+func hexByte(s string, i int) (byte, int, bool) {
+	if i+1 < len(s) && isHex(s[i]) && isHex(s[i+1]) {
+		return unhex(s[i])<<4 | unhex(s[i+1]), 2, true
+	}
+	return 0, 0, false
+}
+
+// hex4 reads four hex digits at s[i], -1 when there are none.
+func hex4(s string, i int) rune {
+	if i+4 > len(s) {
+		return -1
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		if !isHex(c) {
+			return -1
+		}
+		r = r<<4 | rune(unhex(c))
+	}
+	return r
+}
+
+// jsonRune reads the \uXXXX escape at s[i], with the low surrogate's after a
+// high one: the character and the escape's length, 0 when it is not one
+// (a lone surrogate is not a character).
+func jsonRune(s string, i int) (rune, int) {
+	r := hex4(s, i+2)
+	switch {
+	case r < 0:
+		return 0, 0
+	case utf16.IsSurrogate(r):
+		if i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+			if lo := hex4(s, i+8); lo >= 0 {
+				if d := utf16.DecodeRune(r, lo); d != utf8.RuneError {
+					return d, 12
+				}
+			}
+		}
+		return 0, 0
+	}
+	return r, 6
+}
+
+// htmlEntities are the named character references HTML escapers write.
+var htmlEntities = map[string]rune{"amp": '&', "lt": '<', "gt": '>', "quot": '"', "apos": '\''}
+
+// htmlRef reads the character reference at s[i] ('&'): &#N; &#xN; or a
+// name of htmlEntities (in any case), terminated by ';'; the character and
+// the reference's length, 0 when it is not one.
+func htmlRef(s string, i int) (rune, int) {
+	const longest = len("&#x10FFFF;")
+	end := strings.IndexByte(s[i+1:min(len(s), i+longest)], ';')
+	if end < 0 {
+		return 0, 0
+	}
+	body := s[i+1 : i+1+end]
+	n := end + 2
+	if r, ok := htmlEntities[strings.ToLower(body)]; ok {
+		return r, n
+	}
+	if len(body) < 2 || body[0] != '#' {
+		return 0, 0
+	}
+	base, digits := 10, body[1:]
+	if digits[0] == 'x' || digits[0] == 'X' {
+		base, digits = 16, digits[1:]
+	}
+	if digits == "" {
+		return 0, 0
+	}
+	var r rune
+	for _, c := range []byte(digits) {
+		switch {
+		case base == 10 && '0' <= c && c <= '9':
+			r = r*10 + rune(c-'0')
+		case base == 16 && isHex(c):
+			r = r<<4 | rune(unhex(c))
+		default:
+			return 0, 0
+		}
+	}
+	if !utf8.ValidRune(r) {
+		return 0, 0
+	}
+	return r, n
+}
+
+// fold is s as findFolded reads text: each unit of viewUnit decoded, then
+// ASCII letters lower-cased.
 func fold(s string) string {
 	if !needsFold(s) {
 		return s
 	}
 	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			c = unhex(s[i+1])<<4 | unhex(s[i+2])
-			i += 2
-		}
-		b = append(b, lower(c))
+	for i := 0; i < len(s); {
+		var n int
+		b, n = viewUnit(s, i, b)
+		i = n
+	}
+	for i, c := range b {
+		b[i] = lower(c)
 	}
 	return string(b)
 }
 
-// needsFold reports whether s holds an upper-case ASCII letter or a '%':
-// otherwise its folded view is s itself, in which find has found every
-// listed form, and their folds are lower-cased listed forms too.
+// needsFold reports whether s holds an upper-case ASCII letter, a '%', a
+// backslash or a '&': otherwise its folded view is s itself, in which find
+// has found every listed form, and their folds are lower-cased listed forms
+// too.
 func needsFold(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '%' || 'A' <= c && c <= 'Z' {
+		if c := s[i]; c == '%' || c == '\\' || c == '&' || 'A' <= c && c <= 'Z' {
 			return true
 		}
 	}

@@ -14,10 +14,13 @@
 // padded or not) and hex-encoded, the encodings a request needs.
 //
 // Any of these forms written another way — its letters in any mix of
-// case, any byte percent-escaped though nothing needs it — is found too: a
-// text with an upper-case letter or a '%' is also read folded, each %XX
-// decoded and letters lower-cased, as a URL decoder and a case-blind reader
-// would read it, and what a form matches there is replaced in the text.
+// case, any byte percent-escaped though nothing needs it or escaped twice,
+// characters as other JSON encoders escape them (\u00e4, surrogate pairs,
+// \xHH) or as HTML quotes them (&amp; &#39; &#x27;) — is found too: a text
+// with an upper-case letter, a '%', a backslash or a '&' is also read
+// folded, each such escape decoded and letters lower-cased, as a URL
+// decoder, a JSON or HTML reader and a case-blind reader would read it
+// (viewUnit), and what a form matches there is replaced in the text.
 //
 // Every occurrence of every form is replaced, however occurrences overlap
 // (the union of their intervals, one Marker per run), in one linear pass.
@@ -75,7 +78,8 @@ type layer struct {
 	m      *matcher
 	// folded matches the forms as findFolded reads text, for the ways of
 	// writing a form it does not list: any mix of letter case, any byte
-	// percent-escaped where no escape is needed, in either case of hex.
+	// percent-escaped where no escape is needed (or twice), in either case
+	// of hex, characters JSON-, \x- or HTML-escaped (viewUnit).
 	folded *matcher
 	// widest is the longest pattern of folded, in view bytes.
 	widest int
@@ -154,8 +158,8 @@ func valueForms(s string) []string {
 func (r *Redactor) spans(s string) []span {
 	spans := r.layers[0].m.find(s)
 	// The folded view finds what the listed forms miss (mixed case,
-	// needless escapes); a text with neither an upper-case letter nor a
-	// '%' reads the same folded, so only the listed forms can be in it.
+	// needless escapes); a text with no upper-case letter, '%', backslash
+	// or '&' reads the same folded, so only the listed forms can be in it.
 	folds := needsFold(s)
 	if folds {
 		spans = append(spans, r.layers[0].folded.findFolded(s, r.layers[0].widest)...)
