@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/runnerd/lambda-runner/engine/lang"
 )
 
 // Prepare, stage 2: check. A decoded document (decode.go) is held to
@@ -18,6 +22,11 @@ import (
 // the published contract and the check cannot differ. The document and its
 // nodes are read typed; a with, and the members decode kept as decoded,
 // are values as a json.Decoder with UseNumber produces them.
+//
+// The whole walk is in this file, every rule on a value with it (the
+// spec's types are in with.go and spec.go, the check's state in rules.go,
+// exact numbers in numbers.go): a check bouncing between files for each
+// member read as a walk of 54 stops through Prepare, this one as 20.
 
 // Parse decodes raw (stage 1) and checks it against the rules of
 // the workflow schema (stage 2). path is where the document sits in the request
@@ -104,7 +113,7 @@ func floatElem(e any) (f float64, num bool, bad string) {
 }
 
 // The document and its nodes are held partly typed (decode.go): their
-// check walks their spec (spec.go) as a with's does (with.go), taking
+// check walks their spec (spec.go) as a with's does (With, with.go), taking
 // each member from where the decode put it. Which members it holds typed,
 // and by which bit, is the decode's to say (docTyped, nodeTyped).
 var (
@@ -438,4 +447,581 @@ func schemaQuote(s string) string {
 	s = strings.ReplaceAll(s, `\"`, `"`)
 	s = strings.ReplaceAll(s, `'`, `\'`)
 	return "'" + s[1:len(s)-1] + "'"
+}
+
+// with checks a node's with against w.
+func (c *docChecker) with(w *With, v any) {
+	c.fields(v, w.Fields)
+}
+
+// fields checks an object decoded generically that declares its members.
+func (c *docChecker) fields(v any, fields []Field) {
+	if m, ok := c.object(v); ok {
+		c.required(fields, m)
+		c.rest(fields, m)
+	}
+}
+
+// required reports the required fields an object lacks. Nothing is
+// allocated unless one is missing.
+func (c *docChecker) required(fields []Field, m map[string]any) {
+	var missing []string
+	for i := range fields {
+		if !fields[i].Required {
+			continue
+		}
+		if _, ok := m[fields[i].Name]; !ok {
+			missing = append(missing, fields[i].Name)
+		}
+	}
+	if missing != nil {
+		c.missing(missing)
+	}
+}
+
+// rest checks the members of m against fields: each has its type, and
+// none is another.
+func (c *docChecker) rest(fields []Field, m map[string]any) {
+	if len(m) == 0 {
+		return // most nodes keep nothing as decoded
+	}
+	var extra []string
+	for k, val := range m {
+		c.push(k)
+		if f := field(fields, k); f != nil {
+			c.value(&f.Type, val)
+		} else {
+			extra = append(extra, k)
+		}
+		c.pop()
+	}
+	if len(extra) > 0 {
+		c.additional(extra, fields)
+	}
+}
+
+// field returns the field named k, or nil.
+func field(fields []Field, k string) *Field {
+	for i := range fields {
+		if fields[i].Name == k {
+			return &fields[i]
+		}
+	}
+	return nil
+}
+
+// value checks v against t.
+func (c *docChecker) value(t *Type, v any) {
+	switch {
+	case !t.Template:
+		c.plain(t, v)
+	case t.TemplateFirst:
+		c.anyOf(v, &templateText, t)
+	default:
+		c.anyOf(v, t, &templateText)
+	}
+}
+
+// anyOf passes when v is of type a or of type b, each taken without its
+// template alternative; otherwise both fail as the validator reports
+// them, a's first.
+func (c *docChecker) anyOf(v any, a, b *Type) {
+	c.quiet++
+	for _, t := range [2]*Type{a, b} {
+		before := c.fails
+		c.plain(t, v)
+		if c.fails == before {
+			c.quiet--
+			return
+		}
+	}
+	c.quiet--
+	if c.quiet > 0 {
+		return // the enclosing anyOf has counted the failure
+	}
+	c.plain(a, v)
+	c.plain(b, v)
+}
+
+// plain checks v against t, its template alternative aside.
+func (c *docChecker) plain(t *Type, v any) {
+	switch t.Kind {
+	case Any:
+	case String:
+		if s, ok := c.str(v); ok {
+			c.text(t, s)
+		}
+	case Integer:
+		c.integer(v, t)
+	case Number:
+		c.number(v, t)
+	case Const:
+		if d, _, ok := jsonNumber(v); !ok || d.huge || d.cmp(intDecimal(t.Value)) != 0 {
+			c.fail("value must be %s", strconv.Itoa(t.Value))
+		}
+	case Boolean:
+		c.boolean(v)
+	case Object:
+		switch {
+		case t.Fields != nil:
+			c.fields(v, t.Fields)
+		case t.Values != nil:
+			if m, ok := c.object(v); ok {
+				for k, val := range m {
+					c.push(k)
+					c.value(t.Values, val)
+					c.pop()
+				}
+			}
+		default:
+			c.object(v)
+		}
+	case ObjectOrBool:
+		c.objectOrBool(v)
+	case Array:
+		a, ok := c.array(v)
+		if !ok {
+			break
+		}
+		if t.Unique {
+			if j, i := firstDuplicate(a); i >= 0 {
+				c.fail("items at %d and %d are equal", j, i)
+			}
+		}
+		if t.Items != nil {
+			for i, e := range a {
+				c.pushIdx(i)
+				c.value(t.Items, e)
+				c.pop()
+			}
+		}
+	case Enum:
+		c.enum(v, t.Enum...)
+	case Nodes:
+		c.nodes(v, true)
+	case OneNode:
+		n := nodeFromValue(v)
+		c.node(&n)
+	}
+}
+
+// text checks a string against t: a String's rules, or, for a member the
+// decode held as a string that t says is something else, t's.
+func (c *docChecker) text(t *Type, s string) {
+	if t.Kind != String || t.Template {
+		c.value(t, s)
+		return
+	}
+	if t.MinLength > 0 {
+		c.min1(s)
+	}
+	if t.Pattern != "" && !t.Match(s) {
+		c.pattern(s, t.Pattern, false)
+	}
+}
+
+// texts is value for an array the decode held as strings (a node's needs).
+func (c *docChecker) texts(t *Type, a []string) {
+	if t.Kind != Array || t.Template {
+		v := make([]any, len(a))
+		for i, s := range a {
+			v[i] = s
+		}
+		c.value(t, v)
+		return
+	}
+	if t.Unique {
+		if j, i := firstDuplicateString(a); i >= 0 {
+			c.fail("items at %d and %d are equal", j, i)
+		}
+	}
+	if t.Items != nil {
+		for i, s := range a {
+			c.pushIdx(i)
+			c.text(t.Items, s)
+			c.pop()
+		}
+	}
+}
+
+func (c *docChecker) failMembers(msg string, members []string) {
+	if c.quiet > 0 {
+		c.fails++
+		return
+	}
+	c.leaves = append(c.leaves, schemaLeaf{loc: c.loc(), msg: msg, members: members})
+}
+
+// missing reports required members that are absent.
+func (c *docChecker) missing(missing []string) {
+	switch len(missing) {
+	case 0:
+		return
+	case 1:
+		c.failMembers(schemaSprintf("missing property %s", schemaQuote(missing[0])), missing)
+	default:
+		c.failMembers(schemaSprintf("missing properties %s", schemaJoinQuoted(missing)), missing)
+	}
+	if c.quiet == 0 {
+		c.leaves[len(c.leaves)-1].missing = true
+	}
+}
+
+// additional reports the members of an object that none of its fields
+// names.
+func (c *docChecker) additional(extra []string, fields []Field) {
+	if len(extra) == 0 {
+		return
+	}
+	slices.Sort(extra)
+	c.failMembers(additionalMessage(extra), extra)
+	if c.quiet == 0 {
+		c.leaves[len(c.leaves)-1].near = c.nearMisses(extra, fields)
+	}
+}
+
+// nearMisses pairs each of extra with the field it is a plausible typo
+// of; only on the way to a 400. The fields' names are offered in order,
+// the first of equally near ones being the one suggested.
+func (c *docChecker) nearMisses(extra []string, fields []Field) []nearMiss {
+	if !c.nearPlace() {
+		return nil
+	}
+	known := make([]string, len(fields))
+	for i := range fields {
+		known[i] = fields[i].Name
+	}
+	slices.Sort(known)
+	var near []nearMiss
+	for _, k := range extra[:min(len(extra), maxNearMissMembers)] {
+		if want := lang.Closest(k, known); want != "" {
+			near = append(near, nearMiss{got: k, want: want})
+		}
+	}
+	return near
+}
+
+// nearPlace takes one of the places the near-miss search may look at,
+// reporting false when none is left.
+func (c *docChecker) nearPlace() bool {
+	if c.nearPlaces >= maxNearMissPlaces {
+		return false
+	}
+	c.nearPlaces++
+	return true
+}
+
+func additionalMessage(names []string) string {
+	return schemaSprintf("additional properties %s not allowed", schemaJoinQuoted(names))
+}
+
+// integer checks an integer against t's Minimum and Maximum.
+func (c *docChecker) integer(v any, t *Type) {
+	d, text, ok := jsonNumber(v)
+	if !ok || !d.isInt() {
+		c.typeErr(v, "integer")
+		return
+	}
+	c.atLeast(d, text, t.Minimum)
+	if t.Maximum != 0 && d.cmp(intDecimal(t.Maximum)) > 0 {
+		c.fail("maximum: got %v, want %v", decFloat(text), float64(t.Maximum))
+	}
+}
+
+// number checks a number against t's Minimum, when Bounded.
+func (c *docChecker) number(v any, t *Type) {
+	d, text, ok := jsonNumber(v)
+	if !ok {
+		c.typeErr(v, "number")
+		return
+	}
+	if t.Bounded {
+		c.atLeast(d, text, t.Minimum)
+	}
+}
+
+func (c *docChecker) atLeast(d decimal, text string, min int) {
+	if d.cmp(intDecimal(min)) < 0 {
+		c.fail("minimum: got %v, want %v", decFloat(text), float64(min))
+	}
+}
+
+// intDecimal is n as a decimal; the bounds of the spec are small.
+func intDecimal(n int) decimal {
+	switch n {
+	case 0:
+		return decimal{}
+	case 1:
+		return decimal{digits: "1"}
+	case 10:
+		return decimal{digits: "1", exp: 1}
+	}
+	d, _ := parseDecimal(strconv.Itoa(n))
+	return d
+}
+
+func (d decimal) String() string {
+	if d.digits == "" {
+		return "0"
+	}
+	s := d.digits + "e" + strconv.Itoa(d.exp)
+	if d.neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// decFloat is the float64 nearest to a number's text, as the validator
+// prints it.
+func decFloat(text string) float64 {
+	f, _ := strconv.ParseFloat(text, 64)
+	return f
+}
+
+func (c *docChecker) enum(v any, values ...string) {
+	s, ok := v.(string)
+	if ok && slices.Contains(values, s) {
+		return
+	}
+	if len(values) == 1 {
+		c.fail("value must be %s", schemaQuote(values[0]))
+		return
+	}
+	c.fail("value must be one of %s", schemaJoinQuoted(values))
+	// A misspelt value ("continu") gets its "did you mean", as a misspelt
+	// member does, within the same bound on places.
+	if ok && c.quiet == 0 && c.nearPlace() {
+		if want := lang.Closest(s, values); want != "" {
+			l := &c.leaves[len(c.leaves)-1]
+			l.near = []nearMiss{{got: s, want: want}}
+		}
+	}
+}
+
+// firstDuplicate finds the first item equal to an earlier one, as JSON
+// values: (j, i) with i the smallest such index and j its first equal;
+// i < 0 when all differ.
+func firstDuplicate(a []any) (int, int) {
+	if len(a) < 2 {
+		return -1, -1
+	}
+	seen := make(map[string]int, len(a))
+	var b strings.Builder
+	for i, v := range a {
+		b.Reset()
+		if !canonical(&b, v) {
+			continue // equal to nothing, as the validator finds
+		}
+		k := b.String()
+		if j, ok := seen[k]; ok {
+			return j, i
+		}
+		seen[k] = i
+	}
+	return -1, -1
+}
+
+// canonical writes a key equal for JSON-equal values: numbers by exact
+// value, objects with sorted members. It is false for a value holding a
+// number math/big cannot parse, which the validator finds equal to nothing.
+func canonical(b *strings.Builder, v any) bool {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("n")
+	case bool:
+		if v {
+			b.WriteString("t")
+		} else {
+			b.WriteString("f")
+		}
+	case string:
+		b.WriteString("s")
+		b.WriteString(strconv.Quote(v))
+	case []any:
+		b.WriteString("[")
+		for _, e := range v {
+			if !canonical(b, e) {
+				return false
+			}
+			b.WriteString(",")
+		}
+		b.WriteString("]")
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteString("{")
+		for _, k := range keys {
+			b.WriteString(strconv.Quote(k))
+			b.WriteString(":")
+			if !canonical(b, v[k]) {
+				return false
+			}
+			b.WriteString(",")
+		}
+		b.WriteString("}")
+	default:
+		d, _, ok := jsonNumber(v)
+		if !ok || d.huge {
+			return false
+		}
+		b.WriteString("d")
+		b.WriteString(d.String())
+	}
+	return true
+}
+
+// schemaJoinQuoted quotes names as schemaQuote does, joined by ", ".
+func schemaJoinQuoted(names []string) string {
+	var b strings.Builder
+	for i, s := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(schemaQuote(s))
+	}
+	return b.String()
+}
+
+func parseDecimal(s string) (decimal, bool) {
+	var d decimal
+	if strings.HasPrefix(s, "-") {
+		d.neg, s = true, s[1:]
+	}
+	mant, expText, hasExp := strings.Cut(strings.ToLower(s), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if intPart == "" || !allDigits(intPart) || !allDigits(frac) {
+		return decimal{}, false
+	}
+	exp := 0
+	if hasExp {
+		neg := false
+		switch {
+		case strings.HasPrefix(expText, "+"):
+			expText = expText[1:]
+		case strings.HasPrefix(expText, "-"):
+			neg, expText = true, expText[1:]
+		}
+		if expText == "" || !allDigits(expText) {
+			return decimal{}, false
+		}
+		for _, c := range expText {
+			if exp < maxDecimalExp {
+				exp = exp*10 + int(c-'0')
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	digits := intPart + frac
+	exp -= len(frac)
+	d.huge = exp > 1e6 || exp < -1e6
+	digits = strings.TrimLeft(digits, "0")
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if digits == "" {
+		return decimal{huge: d.huge}, true
+	}
+	d.digits, d.exp = digits, exp
+	return d, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// cmp compares d and o: -1, 0 or +1.
+func (d decimal) cmp(o decimal) int {
+	switch {
+	case d.digits == "" && o.digits == "":
+		return 0
+	case d.digits == "":
+		if o.neg {
+			return 1
+		}
+		return -1
+	case o.digits == "":
+		if d.neg {
+			return -1
+		}
+		return 1
+	case d.neg != o.neg:
+		if d.neg {
+			return -1
+		}
+		return 1
+	}
+	c := d.cmpAbs(o)
+	if d.neg {
+		return -c
+	}
+	return c
+}
+
+func (d decimal) cmpAbs(o decimal) int {
+	// Magnitudes: the position of the leading digit.
+	dm, om := len(d.digits)+d.exp, len(o.digits)+o.exp
+	if dm != om {
+		if dm < om {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(d.digits, o.digits)
+}
+
+func (d decimal) isInt() bool { return !d.huge && (d.digits == "" || d.exp >= 0) }
+
+// jsonNumber reports v's exact value when it is a JSON number.
+func jsonNumber(v any) (decimal, string, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		d, ok := parseDecimal(string(n))
+		return d, string(n), ok
+	case float64:
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return decimal{}, "", false
+		}
+		s := strconv.FormatFloat(n, 'g', -1, 64)
+		d, ok := parseDecimal(s)
+		return d, s, ok
+	}
+	return decimal{}, "", false
+}
+
+// millis converts an integer JSON number to an int64 count of milliseconds,
+// clamped to what a time.Duration holds. ok is false when v is not an
+// integer.
+func millis(v any) (int64, bool) {
+	d, _, ok := jsonNumber(v)
+	if !ok || !d.isInt() {
+		return 0, false
+	}
+	if d.digits == "" {
+		return 0, true
+	}
+	if len(d.digits)+d.exp > 19 {
+		if d.neg {
+			return -maxMillis, true
+		}
+		return maxMillis, true
+	}
+	n, err := strconv.ParseInt(d.digits+strings.Repeat("0", d.exp), 10, 64)
+	if err != nil || n > maxMillis {
+		n = maxMillis
+	}
+	if d.neg {
+		n = -n
+	}
+	return n, true
 }
