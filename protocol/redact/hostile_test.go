@@ -45,10 +45,13 @@ func naiveRedact(values []string, s string) string {
 		var from, to []int
 		for i := 0; i < len(s); {
 			bs, next := viewUnit(s, i, nil)
-			for _, c := range bs {
-				from = append(from, i)
+			for j, c := range bs {
+				if next-i == len(bs) { // read as written: byte for byte
+					from, to = append(from, i+j), append(to, i+j+1)
+				} else {
+					from, to = append(from, i), append(to, next)
+				}
 				view = append(view, lower(c))
-				to = append(to, next)
 			}
 			i = next
 		}

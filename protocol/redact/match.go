@@ -220,8 +220,16 @@ func (m *matcher) findFolded(s string, widest int) []span {
 	var unit [utf8.UTFMax]byte
 	for i := 0; i < len(s); {
 		bs, next := viewUnit(s, i, unit[:0])
-		for _, b := range bs {
-			at[k%ring] = i
+		// A unit read as written (a byte, a backslash and the byte it
+		// escapes) maps back byte for byte: a form ending on its first byte
+		// leaves the second; a decoded unit goes whole.
+		asWritten := next-i == len(bs)
+		for j, b := range bs {
+			from, to := i, next
+			if asWritten {
+				from, to = i+j, i+j+1
+			}
+			at[k%ring] = from
 			b = lower(b)
 			for {
 				if st == 0 {
@@ -235,7 +243,7 @@ func (m *matcher) findFolded(s string, widest int) []span {
 				st = m.fail[st]
 			}
 			if l := int(m.longest[st]); l > 0 {
-				spans = addSpan(spans, span{at[(k+1-l)%ring], next})
+				spans = addSpan(spans, span{at[(k+1-l)%ring], to})
 			}
 			k++
 		}

@@ -124,6 +124,10 @@ func newLayer(values []string) *layer {
 	if len(forms) == 0 {
 		return nil
 	}
+	// Many forms are the same text (a secret with nothing to escape is
+	// its own JSON and URL forms): each is folded once.
+	slices.Sort(forms)
+	forms = slices.Compact(forms)
 	l := &layer{values: values, m: newMatcher(forms), leads: map[string]bool{}}
 	folded := make([]string, 0, len(forms))
 	for _, f := range forms {
