@@ -273,3 +273,15 @@ func TestHostileCodeReplyCharged(t *testing.T) {
 		})
 	}
 }
+
+// A reply within its bytes that would decode to far more (many small
+// values) is refused OUTPUT_TOO_LARGE in words that say so, not as if its
+// bytes were over the cap.
+func TestHostileCodeReplyWeight(t *testing.T) {
+	e, _ := codeEngine(t, Limits{MaxOutputBytes: 64 << 10, MaxCodeLogBytes: 1 << 10})
+	s, _ := runBody(t, e, reqBody(codeDoc(`{"id":"c","type":"code","with":{"code":"return Array.from({length: 21000}, () => ({}))"}}`), ""))
+	f := s.nodeFailed("c")
+	if f == nil || f.Error.Code != protocol.CodeOutputTooLarge || !strings.Contains(f.Error.Message, "once decoded") {
+		t.Fatalf("node.failed %v, want %s saying the reply is too large once decoded", f, protocol.CodeOutputTooLarge)
+	}
+}

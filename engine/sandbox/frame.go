@@ -109,6 +109,11 @@ func WriteFrame(w io.Writer, v any) error {
 // accepts: it is refused before anything is allocated for it.
 var ErrFrameTooLarge = fmt.Errorf("sandbox: frame too large")
 
+// ErrFrameTooHeavy is a frame within its bytes whose JSON would take more
+// than the reader accepts once decoded (many small values, each counted
+// for what it holds in memory). It is an ErrFrameTooLarge.
+var ErrFrameTooHeavy = fmt.Errorf("%w once decoded", ErrFrameTooLarge)
+
 // ReadFrame reads one frame of at most limit bytes into v.
 func ReadFrame(r io.Reader, limit int64, v any) error {
 	return readFrame(r, limit, nil, v)
@@ -141,7 +146,7 @@ func readFrame(r io.Reader, limit int64, admit func(n int64) error, v any) error
 	// What the reply decodes to is bounded, not only its bytes: a frame of
 	// "{}," within the limit decodes to twenty times it.
 	if jsonweight.Of(b) > limit {
-		return ErrFrameTooLarge
+		return ErrFrameTooHeavy
 	}
 	return json.Unmarshal(b, v)
 }

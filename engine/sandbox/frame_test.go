@@ -19,8 +19,8 @@ func TestReadFrameWeighed(t *testing.T) {
 		err   error
 	}{
 		{"text within the limit", `{"output":"` + strings.Repeat("a", limit-1024) + `"}`, nil},
-		{"structure within its bytes, over as decoded", `{"output":[` + strings.TrimSuffix(strings.Repeat("{},", limit/4), ",") + `]}`, ErrFrameTooLarge},
-		{"numbers over as decoded", `{"output":[` + strings.TrimSuffix(strings.Repeat("1,", limit/3), ",") + `]}`, ErrFrameTooLarge},
+		{"structure within its bytes, over as decoded", `{"output":[` + strings.TrimSuffix(strings.Repeat("{},", limit/4), ",") + `]}`, ErrFrameTooHeavy},
+		{"numbers over as decoded", `{"output":[` + strings.TrimSuffix(strings.Repeat("1,", limit/3), ",") + `]}`, ErrFrameTooHeavy},
 		{"a few objects", `{"output":[{},{},{"a":[1,2,3]}]}`, nil},
 	}
 	for _, tt := range tests {

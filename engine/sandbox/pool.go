@@ -354,6 +354,9 @@ func (w *worker) eval(ctx context.Context, req Request, reserve func(int64) erro
 			// another evaluation.
 			w.kill()
 			return nil, false, refused.err
+		case errors.Is(a.err, ErrFrameTooHeavy):
+			// Within its bytes: the author needs to know why it is refused.
+			return nil, true, &Error{Kind: KindOutput, Message: fmt.Sprintf("the return value and console output would take more than %d bytes once decoded: they hold many small values, each counted for what it takes in memory", limit)}
 		case errors.Is(a.err, ErrFrameTooLarge):
 			w.kill()
 			return nil, false, &Error{Kind: KindOutput, Message: fmt.Sprintf("the return value and console output exceed %d bytes", limit)}
