@@ -62,13 +62,20 @@ FANOUTTAG := $(if $(filter off,$(FANOUT)),nofanout)
 # inlining: their code runs once per call or span batch, behind a network
 # round trip, and the inlined copies of it cost about 3.5 MB of the
 # full bootstrap and 0.85 MB of a Bedrock-only one (docs/deploy.md,
-# Bootstrap size). The engine, the runtime and the rest are compiled as
+# Bootstrap size). So are the runner's own packages whose code runs only
+# at start (infra/config, infra/secrets, infra/tokens) or once per batch,
+# execution or tool call behind a network round trip (engine/distribute,
+# engine/services, engine/toolsets): their inlined copies kept the
+# Bedrock-only bootstrap one 64 KiB page over its base after the engine's
+# rooms moved out. The engine, the runtime and the rest are compiled as
 # usual.
 NOINLINE  := github.com/openai/... github.com/anthropics/... github.com/aws/aws-sdk-go-v2/... github.com/aws/smithy-go/... \
 	github.com/modelcontextprotocol/... github.com/google/jsonschema-go/... github.com/segmentio/... github.com/yosida95/... \
 	github.com/tidwall/... github.com/invopop/... github.com/buger/... github.com/pb33f/... go.yaml.in/... \
 	github.com/coder/... github.com/standard-webhooks/... \
-	google.golang.org/protobuf/... go.opentelemetry.io/proto/... go.opentelemetry.io/otel/exporters/...
+	google.golang.org/protobuf/... go.opentelemetry.io/proto/... go.opentelemetry.io/otel/exporters/... \
+	github.com/runnerd/lambda-runner/engine/distribute github.com/runnerd/lambda-runner/engine/services github.com/runnerd/lambda-runner/engine/toolsets \
+	github.com/runnerd/lambda-runner/infra/config github.com/runnerd/lambda-runner/infra/secrets github.com/runnerd/lambda-runner/infra/tokens
 GCFLAGS   := $(foreach p,$(NOINLINE),-gcflags=$(p)=-l)
 comma     := ,
 empty     :=
