@@ -175,6 +175,20 @@ func (m *matcher) next(s int32, b byte) int32 {
 	return 0
 }
 
+// step returns the state after st reads b: its child by b, or that of the
+// longest suffix of it that has one, or the root's.
+func (m *matcher) step(st int32, b byte) int32 {
+	for {
+		if st == 0 {
+			return m.root[b]
+		}
+		if nx := m.next(st, b); nx > 0 {
+			return nx
+		}
+		st = m.fail[st]
+	}
+}
+
 // span is the half-open interval [start, end) of a text.
 type span struct{ start, end int }
 
@@ -183,18 +197,7 @@ func (m *matcher) find(s string) []span {
 	var spans []span
 	st := int32(0)
 	for i := 0; i < len(s); i++ {
-		b := s[i]
-		for {
-			if st == 0 {
-				st = m.root[b]
-				break
-			}
-			if nx := m.next(st, b); nx > 0 {
-				st = nx
-				break
-			}
-			st = m.fail[st]
-		}
+		st = m.step(st, s[i])
 		if l := m.longest[st]; l > 0 {
 			spans = addSpan(spans, span{i + 1 - int(l), i + 1})
 		}
@@ -230,18 +233,7 @@ func (m *matcher) findFolded(s string, widest int) []span {
 				from, to = i+j, i+j+1
 			}
 			at[k%ring] = from
-			b = lower(b)
-			for {
-				if st == 0 {
-					st = m.root[b]
-					break
-				}
-				if nx := m.next(st, b); nx > 0 {
-					st = nx
-					break
-				}
-				st = m.fail[st]
-			}
+			st = m.step(st, lower(b))
 			if l := int(m.longest[st]); l > 0 {
 				spans = addSpan(spans, span{at[(k+1-l)%ring], to})
 			}
